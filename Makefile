@@ -1,0 +1,45 @@
+# The DDP notebook series. Every target sets itself up from nothing:
+#   make handouts   execute every lesson with papermill, export offline HTML to build/handouts/
+#   make test       the whole test suite (what CI runs)
+#   make lab        JupyterLab in notebooks/, with this environment's bin/ on PATH
+#   make bench      measurements outside the notebooks (build/bench/)
+#
+# Options: NPROC=4 (processes per launch), PARAMS="epochs=3 seed=1" (any lesson parameter),
+#          FORCE=1 (re-execute even when cached), TORCH_SPEC=torch (e.g. a CUDA build).
+
+PYTHON     ?= python3
+VENV       ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+BIN        := $(abspath $(VENV))/bin
+READY      := $(VENV)/.ready
+export PATH := $(BIN):$(PATH)
+
+RUNNER_ARGS := $(if $(NPROC),-p nproc_per_node=$(NPROC)) $(foreach p,$(PARAMS),-p $(p)) $(if $(FORCE),--force)
+
+.PHONY: handouts test lab bench clean env
+
+handouts: $(READY)
+	$(BIN)/python tools/series.py build $(RUNNER_ARGS)
+
+test: $(READY)
+	$(BIN)/python tools/ensure_browser.py
+	$(BIN)/python -m pytest
+
+lab: $(READY)
+	cd notebooks && $(BIN)/jupyter lab
+
+bench: $(READY)
+	$(BIN)/python tools/bench.py
+
+env: $(READY)
+
+# The environment: a venv with CPU torch first (so the range in requirements.txt is already met
+# and pip does not fetch a multi-GB CUDA build), then everything else, pinned.
+$(READY): requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check '$(TORCH_SPEC)'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
+	touch $@
+
+clean:
+	rm -rf build notebooks/runs

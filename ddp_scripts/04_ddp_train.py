@@ -1,0 +1,156 @@
+"""04 · DDP training: 01_single_device.py converted to DistributedDataParallel.
+
+    torchrun --standalone --nproc_per_node=2 04_ddp_train.py --epochs 3 [--out metrics.json]
+    python 04_ddp_train.py --epochs 3      # also works: a world of one process
+"""
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=32, help="per process")
+    parser.add_argument("--dataset-size", type=int, default=1024, help="training samples")
+    parser.add_argument("--num-classes", type=int, default=10)
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--out", type=Path, help="rank 0 writes the per-epoch metrics to this JSON file")
+    args = parser.parse_args()
+    for name in ("epochs", "batch_size", "dataset_size", "lr", "timeout"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.num_classes < 2:
+        parser.error(f"--num-classes must be at least 2, got {args.num_classes}")
+    return args
+
+
+def make_datasets(train_size, num_classes, seed):
+    """Synthetic, learnable data: image = 0.1 * template[label] + noise. Same seed, same data."""
+    generator = torch.Generator().manual_seed(seed)
+    templates = torch.randn(num_classes, 3, 32, 32, generator=generator)
+    val_size = max(train_size // 4, num_classes)
+    labels = torch.randint(num_classes, (train_size + val_size,), generator=generator)
+    images = 0.1 * templates[labels] + torch.randn(len(labels), 3, 32, 32, generator=generator)
+    return (TensorDataset(images[:train_size], labels[:train_size]),
+            TensorDataset(images[train_size:], labels[train_size:]))
+
+
+class Model(nn.Module):
+    """The source post's model, without the Softmax: CrossEntropyLoss wants raw logits."""
+
+    def __init__(self, num_classes):
+        super().__init__()
+        self.conv2d = nn.Conv2d(3, 16, 3)
+        self.fc = nn.Linear(30 * 30 * 16, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.conv2d(x).flatten(1))
+
+
+def setup_distributed(timeout_s):
+    """Step 1: join the process group. NCCL and one GPU per process, or gloo and the CPU."""
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))  # this process's index on this machine
+    if torch.cuda.is_available():
+        backend, device = "nccl", torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    else:
+        backend, device = "gloo", torch.device("cpu")
+    timeout = datetime.timedelta(seconds=timeout_s)
+    if "RANK" in os.environ:  # started by torchrun: join the group it prepared
+        dist.init_process_group(backend, timeout=timeout)
+    else:  # plain `python`: a group of one, no network needed
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
+    return device
+
+
+def train_one_epoch(model, loader, loss_fn, optimizer, device):
+    """One pass over this rank's shard; returns loss and accuracy averaged over all ranks."""
+    model.train()
+    total_loss, correct, seen = 0.0, 0, 0
+    for images, labels in loader:
+        images, labels = images.to(device), labels.to(device)
+        logits = model(images)
+        loss = loss_fn(logits, labels)
+        optimizer.zero_grad()
+        loss.backward()  # DDP averages the gradients across ranks here
+        optimizer.step()
+        total_loss += loss.item() * len(labels)
+        correct += (logits.argmax(1) == labels).sum().item()
+        seen += len(labels)
+    totals = torch.tensor([total_loss, correct, seen], dtype=torch.float64, device=device)
+    dist.all_reduce(totals)  # sum over ranks, so every rank reports the same global numbers
+    return (totals[0] / totals[2]).item(), (totals[1] / totals[2]).item()
+
+
+@torch.no_grad()
+def evaluate(model, loader, device):
+    model.eval()
+    correct, seen = 0, 0
+    for images, labels in loader:
+        correct += (model(images.to(device)).argmax(1) == labels.to(device)).sum().item()
+        seen += len(labels)
+    return correct / seen
+
+
+def main():
+    args = parse_args()
+    device = setup_distributed(args.timeout)
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(args.seed)  # the same initial weights everywhere (DDP also broadcasts rank 0's)
+    train_set, val_set = make_datasets(args.dataset_size, args.num_classes, args.seed)
+    sampler = DistributedSampler(train_set, shuffle=True, seed=args.seed)  # step 3: each rank its shard
+    train_loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
+    val_loader = DataLoader(val_set, batch_size=256)
+    model = Model(args.num_classes).to(device)
+    ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)  # step 2
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(ddp_model.parameters(), lr=args.lr, momentum=0.9)
+    if rank == 0:
+        print(f"{world_size} process(es), backend {dist.get_backend()}, device {device}, "
+              f"effective batch {args.batch_size} x {world_size} = {args.batch_size * world_size}")
+
+    try:
+        history = []
+        for epoch in range(args.epochs):
+            started = time.perf_counter()
+            sampler.set_epoch(epoch)  # a new shuffle each epoch; without it every epoch repeats
+            loss, accuracy = train_one_epoch(ddp_model, train_loader, loss_fn, optimizer, device)
+            if rank == 0:  # log from one process only
+                val_accuracy = evaluate(model, val_loader, device)
+                history.append(dict(epoch=epoch, loss=loss, accuracy=accuracy, val_accuracy=val_accuracy,
+                                    seconds=time.perf_counter() - started))
+                print(f"epoch {epoch}  loss {loss:.4f}  accuracy {accuracy:.1%}  "
+                      f"val accuracy {val_accuracy:.1%}  ({history[-1]['seconds']:.1f} s)", flush=True)
+        if rank == 0 and args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(dict(
+                world_size=world_size, backend=dist.get_backend(), device=str(device),
+                effective_batch_size=args.batch_size * world_size, history=history), indent=1))
+    except BaseException:
+        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
+        raise
+    # A clean exit. With gloo, a bare destroy_process_group() can abort the process
+    # ("terminate called without an active exception") after all the work is done.
+    del ddp_model, optimizer
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,361 @@
+"""The series runner: execute the lessons with papermill, export offline HTML handouts, index them.
+
+    python tools/series.py build [-p NAME=VALUE ...] [--force] [--only 04] [--out build]
+
+For each notebooks/NN_slug.ipynb, in reading order:
+  1. execute it with papermill in a fresh sandbox (build/sandbox/NN_slug/notebooks as the working
+     directory, with a copy of ddp_scripts/ beside it), so lessons never touch the checkout and
+     two lessons can run at the same time;
+  2. write build/executed/NN_slug.ipynb (kept, partially executed, when a cell fails);
+  3. export build/handouts/NN_slug.html with nbconvert's lab template, the widget renderer,
+     require.js and MathJax served from build/handouts/vendor/ (fetched from the npm registry);
+  4. write build/handouts/index.html: titles, summaries, run times, torch, backend, devices.
+
+A lesson is executed again only when its cache key changes: the notebook, the parameters it
+receives, the torch version, ddp_scripts/, notebooks/figures/, notebooks/*.py and this file. --force re-executes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import datetime
+import fcntl
+import hashlib
+import html
+import importlib.metadata
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = REPO / "notebooks"
+SCRIPTS = REPO / "ddp_scripts"
+FIGURES = NOTEBOOKS / "figures"
+LESSON_NAME = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
+
+# npm packages copied into build/handouts/vendor/ so that handouts load nothing from a CDN.
+VENDOR_PACKAGES = {
+    "html-manager": "@jupyter-widgets/html-manager@1",
+    "requirejs": "requirejs@2",
+    "mathjax": "mathjax@2",
+}
+# The part of MathJax 2 that the lab template's "TeX-AMS_CHTML-full" configuration loads.
+MATHJAX_PARTS = ["MathJax.js", "config", "extensions", "jax/input/TeX", "jax/output/CommonHTML",
+                 "jax/element", "fonts/HTML-CSS/TeX/woff", "localization/en"]
+
+
+class UsageError(Exception):
+    """A bad command-line value: reported on one line, exit code 2."""
+
+
+def lessons(only: list[str] | None = None) -> list[Path]:
+    """The lesson notebooks in reading order, optionally only those whose name starts with one of `only`."""
+    found = sorted(p for p in NOTEBOOKS.glob("*.ipynb") if LESSON_NAME.match(p.name))
+    if only:
+        found = [p for p in found if any(p.name.startswith(o) for o in only)]
+        if not found:
+            raise UsageError(f"no lesson matches --only {' '.join(only)}")
+    return found
+
+
+def title_and_summary(nb_path: Path) -> tuple[str, str]:
+    """The '# NN · Title' heading of the first cell and the first paragraph after it."""
+    first = json.loads(nb_path.read_text())["cells"][0]
+    text = "".join(first["source"]).strip()
+    heading, _, rest = text.partition("\n")
+    paragraph = rest.strip().split("\n\n")[0]
+    plain = re.sub(r"[*_`]|\[([^\]]*)\]\([^)]*\)", r"\1", paragraph).replace("\n", " ")
+    return heading.lstrip("# ").strip(), plain
+
+
+def declared_parameters(nb_path: Path) -> dict[str, object]:
+    """Names and default values in the cell tagged `parameters`."""
+    for cell in json.loads(nb_path.read_text())["cells"]:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            tree = ast.parse("".join(cell["source"]))
+            return {t.id: ast.literal_eval(node.value)
+                    for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                    for t in ([node.target] if isinstance(node, ast.AnnAssign) else node.targets)
+                    if isinstance(t, ast.Name)}
+    return {}
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, object]:
+    """['nproc_per_node=4', 'note=hi'] -> {'nproc_per_node': 4, 'note': 'hi'}."""
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.isidentifier():
+            raise UsageError(f"parameter must look like NAME=VALUE, got {pair!r}")
+        try:
+            out[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[name] = value
+    return out
+
+
+def parameters_for(nb_path: Path, overrides: dict[str, object]) -> dict[str, object]:
+    """The overrides this lesson declares, type-checked against its defaults."""
+    declared = declared_parameters(nb_path)
+    chosen = {}
+    for name, value in overrides.items():
+        if name in declared:
+            default = declared[name]
+            if isinstance(default, (int, float)) and not isinstance(default, bool):
+                if not isinstance(value, (int, float)) or isinstance(value, bool):
+                    raise UsageError(f"{nb_path.name}: parameter {name} must be a number, got {value!r}")
+            chosen[name] = value
+    return chosen
+
+
+def cache_key(nb_path: Path, params: dict[str, object]) -> str:
+    digest = hashlib.sha256()
+    digest.update(nb_path.read_bytes())
+    digest.update(json.dumps(params, sort_keys=True).encode())
+    digest.update(importlib.metadata.version("torch").encode())
+    for path in [Path(__file__), *sorted(SCRIPTS.glob("*")), *sorted(FIGURES.glob("*")),
+                 *sorted(NOTEBOOKS.glob("*.py"))]:
+        if path.is_file():
+            digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def locked(lock_path: Path):
+    """Serialise work on one lesson between processes (parallel tests, two builds)."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+_machine: dict[str, object] = {}
+
+
+def machine() -> dict[str, object]:
+    """Torch version, backend and device count of this environment (computed once, when needed)."""
+    if not _machine:
+        import torch
+        cuda = torch.cuda.is_available()
+        _machine.update(torch=torch.__version__, backend="nccl" if cuda else "gloo",
+                        devices=f"{torch.cuda.device_count()} × CUDA" if cuda else "CPU only")
+    return _machine
+
+
+def execute(nb_path: Path, out: Path, params: dict[str, object], force: bool = False) -> dict:
+    """Execute one lesson (unless cached) and export its handout. Returns its record."""
+    stem = nb_path.stem
+    executed = out / "executed" / f"{stem}.ipynb"
+    record_path = out / "executed" / f"{stem}.json"
+    handout = out / "handouts" / f"{stem}.html"
+    key = cache_key(nb_path, params)
+    with locked(out / "locks" / f"{stem}.lock"):
+        if not force and record_path.exists() and handout.exists() and executed.exists():
+            record = json.loads(record_path.read_text())
+            if record.get("key") == key and record.get("ok"):
+                record["cached"] = True
+                return record
+
+        import papermill
+
+        sandbox = out / "sandbox" / stem
+        shutil.rmtree(sandbox, ignore_errors=True)
+        (sandbox / "notebooks").mkdir(parents=True)
+        shutil.copytree(SCRIPTS, sandbox / "ddp_scripts")
+        if FIGURES.exists():
+            shutil.copytree(FIGURES, sandbox / "notebooks" / "figures")
+        for helper in NOTEBOOKS.glob("*.py"):  # small helper modules a lesson imports
+            shutil.copy(helper, sandbox / "notebooks")
+        executed.parent.mkdir(parents=True, exist_ok=True)
+        title, summary = title_and_summary(nb_path)
+        record = dict(name=stem, title=title, summary=summary, params=params, key=key,
+                      **machine(), ok=False, cached=False,
+                      date=datetime.datetime.now().isoformat(timespec="seconds"))
+        started = time.perf_counter()
+        try:
+            papermill.execute_notebook(
+                str(nb_path), str(executed), parameters=params, cwd=str(sandbox / "notebooks"),
+                kernel_name="python3", progress_bar={"desc": f"  {stem}", "unit": "cell"},
+                request_save_on_cell_execute=True, execution_timeout=600)
+        except papermill.PapermillExecutionError as error:
+            record.update(seconds=round(time.perf_counter() - started, 1),
+                          error=f"cell {error.cell_index} (execution count {error.exec_count}): "
+                                f"{error.ename}: {error.evalue}".strip())
+            record_path.write_text(json.dumps(record, indent=1))
+            return record
+        record.update(seconds=round(time.perf_counter() - started, 1), ok=True)
+        export_html(executed, handout)
+        record_path.write_text(json.dumps(record, indent=1))
+        return record
+
+
+def _npm_pack(spec: str, into: Path) -> Path:
+    """Download one npm package tarball and unpack it; returns the package folder."""
+    into.mkdir(parents=True, exist_ok=True)
+    name = subprocess.run(["npm", "pack", spec, "--silent"], cwd=into, check=True,
+                          capture_output=True, text=True, timeout=300).stdout.split()[-1]
+    with tarfile.open(into / name) as tar:
+        tar.extractall(into / "unpacked", filter="data")
+    return into / "unpacked" / "package"
+
+
+def vendor(handouts: Path) -> dict[str, str]:
+    """Put the widget renderer, require.js and MathJax into handouts/vendor/; return their URLs.
+
+    Without npm the handouts fall back to the CDN (they then need a network to show widgets
+    and formulas): the build says so.
+    """
+    target = handouts / "vendor"
+    urls = {"widget_renderer_url": "vendor/html-manager/embed-amd.js",
+            "require_js_url": "vendor/requirejs/require.js",
+            "mathjax_url": "vendor/mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe"}
+    if (target / ".complete").exists():
+        return urls
+    if shutil.which("npm") is None:
+        warnings.warn("npm is not installed: handouts will load the widget renderer, require.js "
+                      "and MathJax from a CDN and need a network to show widgets and formulas.")
+        return {}
+    print("Fetching the widget renderer, require.js and MathJax from the npm registry …", flush=True)
+    shutil.rmtree(target, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            packages = {name: _npm_pack(spec, Path(tmp) / name) for name, spec in VENDOR_PACKAGES.items()}
+        except (subprocess.SubprocessError, OSError) as error:
+            warnings.warn(f"npm pack failed ({error}): handouts fall back to the CDN.")
+            return {}
+        shutil.copytree(packages["html-manager"] / "dist", target / "html-manager",
+                        ignore=shutil.ignore_patterns("*.map"))
+        (target / "requirejs").mkdir(parents=True)
+        shutil.copy(packages["requirejs"] / "require.js", target / "requirejs")
+        for part in MATHJAX_PARTS:
+            source, dest = packages["mathjax"] / part, target / "mathjax" / part
+            if source.is_dir():
+                shutil.copytree(source, dest)
+            else:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(source, dest)
+    (target / ".complete").write_text("\n".join(VENDOR_PACKAGES.values()) + "\n")
+    return urls
+
+
+_vendor_urls: dict[str, dict[str, str]] = {}
+
+
+def export_html(executed: Path, handout: Path) -> None:
+    """nbconvert's lab template, offline, with the remove-input/-output/-cell tags honoured."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    from traitlets.config import Config
+
+    handout.parent.mkdir(parents=True, exist_ok=True)
+    urls = _vendor_urls.setdefault(str(handout.parent), vendor(handout.parent))
+    config = Config()
+    config.TagRemovePreprocessor.enabled = True
+    config.TagRemovePreprocessor.remove_cell_tags = ("remove-cell",)
+    config.TagRemovePreprocessor.remove_input_tags = ("remove-input",)
+    config.TagRemovePreprocessor.remove_all_outputs_tags = ("remove-output",)
+    exporter = HTMLExporter(config=config, template_name="lab", embed_images=True, **urls)
+    body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
+    handout.write_text(body)
+
+
+def write_index(records: list[dict], handouts: Path) -> Path:
+    rows = []
+    for r in records:
+        name = html.escape(r["name"])
+        link = f'<a href="{name}.html">{html.escape(r["title"])}</a>' if r.get("ok") else html.escape(r["title"])
+        status = "" if r.get("ok") else f'<br><b class="failed">failed: {html.escape(r.get("error", ""))}</b>'
+        params = ", ".join(f"{k}={v}" for k, v in r.get("params", {}).items()) or "defaults"
+        rows.append(f"<tr><td>{link}{status}<div class=summary>{html.escape(r['summary'])}</div></td>"
+                    f"<td>{r.get('seconds', '–')} s</td><td>{html.escape(r.get('torch', ''))}</td>"
+                    f"<td>{html.escape(r.get('backend', ''))}</td><td>{html.escape(str(r.get('devices', '')))}</td>"
+                    f"<td>{html.escape(params)}</td><td>{html.escape(r.get('date', ''))}</td></tr>")
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>DDP notebook series — handouts</title>
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem; color: #222; }}
+table {{ border-collapse: collapse; width: 100%; }}
+th, td {{ border-bottom: 1px solid #ddd; padding: .5rem; text-align: left; vertical-align: top; }}
+th {{ background: #f4f4f4; }} .summary {{ color: #555; font-size: .9rem; margin-top: .25rem; }}
+.failed {{ color: #b00; }}
+</style></head><body>
+<h1>From one device to DistributedDataParallel</h1>
+<p>Handouts of the DDP notebook series, executed end to end. Each lesson's numbers were measured
+in the run shown here, on the backend and devices listed.</p>
+<table><thead><tr><th>Lesson</th><th>Run time</th><th>torch</th><th>Backend</th><th>Devices</th>
+<th>Parameters</th><th>Executed</th></tr></thead><tbody>
+{chr(10).join(rows)}
+</tbody></table></body></html>
+"""
+    handouts.mkdir(parents=True, exist_ok=True)
+    index = handouts / "index.html"
+    index.write_text(page)
+    return index
+
+
+def build(out: Path, overrides: dict[str, object], force: bool = False,
+          only: list[str] | None = None) -> list[dict]:
+    selected = lessons(only)
+    known = set().union(*(declared_parameters(p) for p in selected))
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise UsageError(f"no lesson has a parameter named {', '.join(unknown)} "
+                         f"(known: {', '.join(sorted(known))})")
+    plans = [(p, parameters_for(p, overrides)) for p in selected]
+    records = []
+    for i, (nb_path, params) in enumerate(plans, 1):
+        shown = " ".join(f"{k}={v}" for k, v in params.items())
+        print(f"[{i}/{len(plans)}] {nb_path.name} {shown}".rstrip(), flush=True)
+        record = execute(nb_path, out, params, force=force)
+        if record.get("cached"):
+            print("  unchanged: cached result reused", flush=True)
+        elif record["ok"]:
+            print(f"  done in {record['seconds']} s", flush=True)
+        else:
+            print(f"  FAILED {nb_path.relative_to(REPO)}, {record['error']}\n"
+                  f"  partially executed notebook: {(out / 'executed' / nb_path.name).relative_to(REPO) if out.is_relative_to(REPO) else out / 'executed' / nb_path.name}",
+                  flush=True)
+        records.append(record)
+    if only is None:
+        write_index(records, out / "handouts")
+    return records
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="execute the lessons and export the handouts")
+    b.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a papermill parameter, passed to every lesson that declares it")
+    b.add_argument("--force", action="store_true", help="re-execute even when the cache is valid")
+    b.add_argument("--only", nargs="+", metavar="NN", help="only lessons whose name starts with these")
+    b.add_argument("--out", type=Path, default=REPO / "build", help="output folder (default: build/)")
+    args = parser.parse_args(argv)
+    try:
+        started = time.perf_counter()
+        records = build(args.out.resolve(), parse_overrides(args.param), args.force, args.only)
+    except UsageError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    failed = [r["name"] for r in records if not r["ok"]]
+    print(f"{len(records) - len(failed)}/{len(records)} lessons ok in {time.perf_counter() - started:.1f} s; "
+          f"handouts in {args.out / 'handouts'}", flush=True)
+    if failed:
+        print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
