@@ -140,7 +140,8 @@ def main():
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(dict(
                 world_size=world_size, backend=dist.get_backend(), device=str(device),
-                effective_batch_size=args.batch_size * world_size, history=history), indent=1))
+                batch_size=args.batch_size, effective_batch_size=args.batch_size * world_size, lr=args.lr,
+                samples_per_rank=len(sampler), steps_per_epoch=len(train_loader), history=history), indent=1))
     except BaseException:
         dist.destroy_process_group()  # no barrier here: the other ranks may be gone
         raise

@@ -33,7 +33,6 @@ import sys
 import tarfile
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -73,7 +72,7 @@ def title_and_summary(nb_path: Path) -> tuple[str, str]:
     text = "".join(first["source"]).strip()
     heading, _, rest = text.partition("\n")
     paragraph = rest.strip().split("\n\n")[0]
-    plain = re.sub(r"[*_`]|\[([^\]]*)\]\([^)]*\)", r"\1", paragraph).replace("\n", " ")
+    plain = re.sub(r"\*\*?|`|\[([^\]]*)\]\([^)]*\)", r"\1", paragraph).replace("\n", " ")
     return heading.lstrip("# ").strip(), plain
 
 
@@ -195,10 +194,19 @@ def execute(nb_path: Path, out: Path, params: dict[str, object], force: bool = F
                                 f"{error.ename}: {error.evalue}".strip())
             record_path.write_text(json.dumps(record, indent=1))
             return record
-        record.update(seconds=round(time.perf_counter() - started, 1), ok=True)
+        record.update(seconds=round(time.perf_counter() - started, 1), ok=True,
+                      launch_seconds=launch_seconds(executed))
         export_html(executed, handout)
         record_path.write_text(json.dumps(record, indent=1))
         return record
+
+
+def launch_seconds(executed: Path) -> float:
+    """Time spent in cells that start processes (torchrun, python, Popen): what a learner waits on."""
+    launching = re.compile(r"torchrun|Popen|subprocess\.run|^!", re.M)
+    cells = [c for c in json.loads(executed.read_text())["cells"]
+             if c["cell_type"] == "code" and launching.search("".join(c["source"]))]
+    return round(sum(c["metadata"].get("papermill", {}).get("duration") or 0 for c in cells), 1)
 
 
 def _npm_pack(spec: str, into: Path) -> Path:
@@ -224,8 +232,8 @@ def vendor(handouts: Path) -> dict[str, str]:
     if (target / ".complete").exists():
         return urls
     if shutil.which("npm") is None:
-        warnings.warn("npm is not installed: handouts will load the widget renderer, require.js "
-                      "and MathJax from a CDN and need a network to show widgets and formulas.")
+        print("WARNING: npm is not installed: handouts will load the widget renderer, require.js and "
+              "MathJax from a CDN, and need a network to show widgets and formulas.", file=sys.stderr)
         return {}
     print("Fetching the widget renderer, require.js and MathJax from the npm registry …", flush=True)
     shutil.rmtree(target, ignore_errors=True)
@@ -233,7 +241,7 @@ def vendor(handouts: Path) -> dict[str, str]:
         try:
             packages = {name: _npm_pack(spec, Path(tmp) / name) for name, spec in VENDOR_PACKAGES.items()}
         except (subprocess.SubprocessError, OSError) as error:
-            warnings.warn(f"npm pack failed ({error}): handouts fall back to the CDN.")
+            print(f"WARNING: npm pack failed ({error}): handouts fall back to the CDN.", file=sys.stderr)
             return {}
         shutil.copytree(packages["html-manager"] / "dist", target / "html-manager",
                         ignore=shutil.ignore_patterns("*.map"))
@@ -279,7 +287,9 @@ def write_index(records: list[dict], handouts: Path) -> Path:
         status = "" if r.get("ok") else f'<br><b class="failed">failed: {html.escape(r.get("error", ""))}</b>'
         params = ", ".join(f"{k}={v}" for k, v in r.get("params", {}).items()) or "defaults"
         rows.append(f"<tr><td>{link}{status}<div class=summary>{html.escape(r['summary'])}</div></td>"
-                    f"<td>{r.get('seconds', '–')} s</td><td>{html.escape(r.get('torch', ''))}</td>"
+                    f"<td>{r.get('seconds', '–')} s"
+                    f"<div class=summary>launches {r.get('launch_seconds', '–')} s</div></td>"
+                    f"<td>{html.escape(r.get('torch', ''))}</td>"
                     f"<td>{html.escape(r.get('backend', ''))}</td><td>{html.escape(str(r.get('devices', '')))}</td>"
                     f"<td>{html.escape(params)}</td><td>{html.escape(r.get('date', ''))}</td></tr>")
     page = f"""<!DOCTYPE html>
@@ -322,11 +332,11 @@ def build(out: Path, overrides: dict[str, object], force: bool = False,
         if record.get("cached"):
             print("  unchanged: cached result reused", flush=True)
         elif record["ok"]:
-            print(f"  done in {record['seconds']} s", flush=True)
+            print(f"  done in {record['seconds']} s (cells that launch processes: {record['launch_seconds']} s)",
+                  flush=True)
         else:
             print(f"  FAILED {nb_path.relative_to(REPO)}, {record['error']}\n"
-                  f"  partially executed notebook: {(out / 'executed' / nb_path.name).relative_to(REPO) if out.is_relative_to(REPO) else out / 'executed' / nb_path.name}",
-                  flush=True)
+                  f"  partially executed notebook: {out / 'executed' / nb_path.name}", flush=True)
         records.append(record)
     if only is None:
         write_index(records, out / "handouts")

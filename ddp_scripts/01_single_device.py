@@ -1,0 +1,109 @@
+"""01 · Single-device training: the baseline every later lesson converts to DP and DDP.
+
+    python 01_single_device.py --epochs 3 --batch-size 32 [--out metrics.json]
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--dataset-size", type=int, default=1024, help="training samples")
+    parser.add_argument("--num-classes", type=int, default=10)
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="write the per-epoch metrics to this JSON file")
+    args = parser.parse_args()
+    for name in ("epochs", "batch_size", "dataset_size", "lr"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.num_classes < 2:
+        parser.error(f"--num-classes must be at least 2, got {args.num_classes}")
+    return args
+
+
+def make_datasets(train_size, num_classes, seed):
+    """Synthetic, learnable data: image = 0.1 * template[label] + noise. Same seed, same data."""
+    generator = torch.Generator().manual_seed(seed)
+    templates = torch.randn(num_classes, 3, 32, 32, generator=generator)
+    val_size = max(train_size // 4, num_classes)
+    labels = torch.randint(num_classes, (train_size + val_size,), generator=generator)
+    images = 0.1 * templates[labels] + torch.randn(len(labels), 3, 32, 32, generator=generator)
+    return (TensorDataset(images[:train_size], labels[:train_size]),
+            TensorDataset(images[train_size:], labels[train_size:]))
+
+
+class Model(nn.Module):
+    """The source post's model, without the Softmax: CrossEntropyLoss wants raw logits."""
+
+    def __init__(self, num_classes):
+        super().__init__()
+        self.conv2d = nn.Conv2d(3, 16, 3)
+        self.fc = nn.Linear(30 * 30 * 16, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.conv2d(x).flatten(1))
+
+
+def train_one_epoch(model, loader, loss_fn, optimizer, device):
+    model.train()
+    total_loss, correct, seen = 0.0, 0, 0
+    for images, labels in loader:
+        images, labels = images.to(device), labels.to(device)
+        logits = model(images)
+        loss = loss_fn(logits, labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total_loss += loss.item() * len(labels)
+        correct += (logits.argmax(1) == labels).sum().item()
+        seen += len(labels)
+    return total_loss / seen, correct / seen
+
+
+@torch.no_grad()
+def evaluate(model, loader, device):
+    model.eval()
+    correct, seen = 0, 0
+    for images, labels in loader:
+        correct += (model(images.to(device)).argmax(1) == labels.to(device)).sum().item()
+        seen += len(labels)
+    return correct / seen
+
+
+def main():
+    args = parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(args.seed)
+    train_set, val_set = make_datasets(args.dataset_size, args.num_classes, args.seed)
+    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True)
+    val_loader = DataLoader(val_set, batch_size=256)
+    model = Model(args.num_classes).to(device)
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+
+    history = []
+    for epoch in range(args.epochs):
+        started = time.perf_counter()
+        loss, accuracy = train_one_epoch(model, train_loader, loss_fn, optimizer, device)
+        val_accuracy = evaluate(model, val_loader, device)
+        history.append(dict(epoch=epoch, loss=loss, accuracy=accuracy, val_accuracy=val_accuracy,
+                            seconds=time.perf_counter() - started))
+        print(f"epoch {epoch}  loss {loss:.4f}  accuracy {accuracy:.1%}  "
+              f"val accuracy {val_accuracy:.1%}  ({history[-1]['seconds']:.1f} s on {device})")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(dict(device=str(device), history=history), indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""02 · Show ranks: every process prints what torchrun told it and what torch.distributed says.
+
+    torchrun --standalone --nproc_per_node=2 02_show_ranks.py [--out ranks.json]
+    python 02_show_ranks.py            # also works: a world of one process
+"""
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import socket
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, help="global rank 0 writes what every rank saw to this JSON file")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a collective may wait")
+    args = parser.parse_args()
+    if args.timeout <= 0:
+        parser.error(f"--timeout must be positive, got {args.timeout}")
+    return args
+
+
+def setup_distributed(timeout_s):
+    """Join the process group. NCCL and one GPU per process, or gloo and the CPU."""
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))  # this process's index on this machine
+    if torch.cuda.is_available():
+        backend, device = "nccl", torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    else:
+        backend, device = "gloo", torch.device("cpu")
+    timeout = datetime.timedelta(seconds=timeout_s)
+    if "RANK" in os.environ:  # started by torchrun: join the group it prepared
+        dist.init_process_group(backend, timeout=timeout)
+    else:  # plain `python`: a group of one, no network needed
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
+    return device
+
+
+def main():
+    args = parse_args()
+    device = setup_distributed(args.timeout)
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    try:
+        seen = {name: os.environ.get(name) for name in NAMES}
+        # One process per device: on the CPU, count one "device" per local process.
+        devices_per_node = (torch.cuda.device_count() if device.type == "cuda"
+                            else int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
+        me = dict(seen, get_rank=rank, get_world_size=world_size, host=socket.gethostname(),
+                  pid=os.getpid(), device=str(device), devices_per_node=devices_per_node)
+        print(f"[rank {rank}] " + " ".join(f"{k}={v}" for k, v in seen.items())
+              + f" dist.get_rank()={rank} device={device}", flush=True)
+        everyone = [None] * world_size
+        dist.all_gather_object(everyone, me)  # every rank's view, in rank order
+        if rank == 0 and args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(dict(backend=dist.get_backend(), ranks=everyone), indent=1))
+    except BaseException:
+        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
+        raise
+    # A clean exit: with gloo a bare destroy_process_group() can abort the process
+    # ("terminate called without an active exception") after all the work is done.
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

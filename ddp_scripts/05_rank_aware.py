@@ -1,0 +1,229 @@
+"""05 · Rank-aware training: global metrics, rank-0 logs, atomic checkpoints with resume, exact evaluation.
+
+    torchrun --standalone --nproc_per_node=2 05_rank_aware.py --epochs 2 --checkpoint ckpt.pt [--out run.json]
+    python 05_rank_aware.py --epochs 2      # also works: a world of one process
+"""
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=int, default=2, help="train until this many epochs are done")
+    parser.add_argument("--batch-size", type=int, default=32, help="per process")
+    parser.add_argument("--dataset-size", type=int, default=256, help="training samples")
+    parser.add_argument("--val-size", type=int, default=101, help="validation samples")
+    parser.add_argument("--num-classes", type=int, default=10)
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--checkpoint", type=Path, help="resume from this file if it exists; save to it each epoch")
+    parser.add_argument("--post-log", action="store_true", help="also log like the source post: every rank, every step")
+    parser.add_argument("--trap", action="store_true",
+                        help="demonstrate the bug: a collective inside `if rank == 0:` when saving")
+    parser.add_argument("--out", type=Path, help="rank 0 writes what the run measured to this JSON file")
+    args = parser.parse_args()
+    for name in ("epochs", "batch_size", "dataset_size", "val_size", "lr", "timeout"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.num_classes < 2:
+        parser.error(f"--num-classes must be at least 2, got {args.num_classes}")
+    return args
+
+
+def make_datasets(train_size, val_size, num_classes, seed):
+    """Synthetic, learnable data: image = 0.1 * template[label] + noise. Same seed, same data."""
+    generator = torch.Generator().manual_seed(seed)
+    templates = torch.randn(num_classes, 3, 32, 32, generator=generator)
+    labels = torch.randint(num_classes, (train_size + val_size,), generator=generator)
+    images = 0.1 * templates[labels] + torch.randn(len(labels), 3, 32, 32, generator=generator)
+    return (TensorDataset(images[:train_size], labels[:train_size]),
+            TensorDataset(images[train_size:], labels[train_size:]))
+
+
+class Model(nn.Module):
+    """The source post's model, without the Softmax: CrossEntropyLoss wants raw logits."""
+
+    def __init__(self, num_classes):
+        super().__init__()
+        self.conv2d = nn.Conv2d(3, 16, 3)
+        self.fc = nn.Linear(30 * 30 * 16, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.conv2d(x).flatten(1))
+
+
+def setup_distributed(timeout_s):
+    """Join the process group. NCCL and one GPU per process, or gloo and the CPU."""
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    if torch.cuda.is_available():
+        backend, device = "nccl", torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    else:
+        backend, device = "gloo", torch.device("cpu")
+    timeout = datetime.timedelta(seconds=timeout_s)
+    if "RANK" in os.environ:  # started by torchrun: join the group it prepared
+        dist.init_process_group(backend, timeout=timeout)
+    else:  # plain `python`: a group of one, no network needed
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
+    return device
+
+
+def global_mean(value, device):
+    """The mean of one number over all ranks: all_reduce(SUM) / world_size, on every backend."""
+    total = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(total, op=dist.ReduceOp.SUM)
+    return total.item() / dist.get_world_size()
+
+
+def save_checkpoint(path, model, optimizer, epoch):
+    """Global rank 0 only. Write to a temporary file, then rename: a crash never leaves half a file."""
+    state = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), epoch=epoch)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)  # atomic on POSIX and Windows
+
+
+@torch.no_grad()
+def correct_per_sample(model, dataset, indices, device):
+    """1 where the model is right on dataset[i], 0 where it is wrong, for each i in indices."""
+    model.eval()
+    results = [torch.zeros(0, dtype=torch.int64, device=device)]
+    for chunk in torch.split(torch.as_tensor(indices, dtype=torch.int64), 256):
+        images, labels = dataset[chunk]
+        results.append((model(images.to(device)).argmax(1) == labels.to(device)).long())
+    return torch.cat(results)
+
+
+def evaluate(model, val_set, device):
+    """Correct predictions on the validation set, counted three ways; only the last two are exact."""
+    rank, world_size, n = dist.get_rank(), dist.get_world_size(), len(val_set)
+    # 1. DistributedSampler pads: it repeats indices until every rank has the same number.
+    padded = torch.tensor(list(DistributedSampler(val_set, shuffle=False)), device=device)
+    correct = correct_per_sample(model, val_set, padded.tolist(), device)
+    naive = torch.stack([correct.sum(), torch.tensor(len(correct), device=device)]).double()
+    dist.all_reduce(naive)
+    # 2. Gather (index, correct) from every rank, and count each index once.
+    all_indices = [torch.empty_like(padded) for _ in range(world_size)]
+    all_correct = [torch.empty_like(correct) for _ in range(world_size)]
+    dist.all_gather(all_indices, padded)
+    dist.all_gather(all_correct, correct)
+    unique = dict(zip(torch.cat(all_indices).tolist(), torch.cat(all_correct).tolist()))
+    # 3. Shard without padding: rank r takes r, r + N, r + 2N, ... (shards may differ in size by one).
+    mine = correct_per_sample(model, val_set, range(rank, n, world_size), device)
+    exact = torch.stack([mine.sum(), torch.tensor(len(mine), device=device)]).double()
+    dist.all_reduce(exact)
+    return dict(
+        padded=dict(correct=int(naive[0]), samples=int(naive[1])),
+        gathered=dict(correct=sum(unique.values()), samples=len(unique)),
+        unpadded=dict(correct=int(exact[0]), samples=int(exact[1])))
+
+
+def main():
+    args = parse_args()
+    device = setup_distributed(args.timeout)
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    try:
+        torch.manual_seed(args.seed)
+        train_set, val_set = make_datasets(args.dataset_size, args.val_size, args.num_classes, args.seed)
+        sampler = DistributedSampler(train_set, shuffle=True, seed=args.seed)
+        train_loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
+        model = Model(args.num_classes).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+        start_epoch = 0
+        if args.checkpoint and args.checkpoint.exists():  # every rank loads, onto its own device
+            state = torch.load(args.checkpoint, map_location=device, weights_only=True)
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            start_epoch = state["epoch"] + 1
+        ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+        loss_fn = nn.CrossEntropyLoss()
+        if rank == 0:
+            print(f"[rank 0] {world_size} process(es), backend {dist.get_backend()}, "
+                  + (f"resuming at epoch {start_epoch}" if start_epoch else "starting from scratch"), flush=True)
+
+        history, orders = [], {}
+        for epoch in range(start_epoch, args.epochs):
+            started = time.perf_counter()
+            sampler.set_epoch(epoch)  # a new shuffle each epoch
+            order = list(sampler)  # the indices this rank will train on, in order (the loader draws the same)
+            ddp_model.train()
+            total_loss, correct, seen = 0.0, 0, 0
+            for step, (images, labels) in enumerate(train_loader):
+                images, labels = images.to(device), labels.to(device)
+                logits = ddp_model(images)
+                loss = loss_fn(logits, labels)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if args.post_log:  # the source post's log: every rank prints every step
+                    print(f"data: {images.device}, model: {next(ddp_model.parameters()).device}\n"
+                          f"Step: {step}, Loss: {loss.item()}", flush=True)
+                total_loss += loss.item() * len(labels)
+                correct += (logits.argmax(1) == labels).sum().item()
+                seen += len(labels)
+            if args.post_log:
+                print(f"Epoch {epoch} Finished !", flush=True)
+            local = dict(loss=total_loss / seen, accuracy=correct / seen)
+            world = {key: global_mean(value, device) for key, value in local.items()}  # same on every rank
+            try:  # ReduceOp.AVG: NCCL has long had it, gloo only since 2025; SUM / world_size works everywhere
+                avg = torch.tensor([local["loss"]], dtype=torch.float64, device=device)
+                dist.all_reduce(avg, op=dist.ReduceOp.AVG)
+                avg_loss = avg.item()
+            except (RuntimeError, ValueError) as error:
+                avg_loss = f"{type(error).__name__}: {error}".splitlines()[0]
+            everyone = [None] * world_size
+            dist.all_gather_object(everyone, dict(local, order=order))
+            orders[epoch] = [e.pop("order") for e in everyone]
+
+            if args.checkpoint:
+                if rank == 0:
+                    if args.trap:  # WRONG: a collective only rank 0 calls; the others never join it
+                        print("[rank 0] computing the validation accuracy for the checkpoint...", flush=True)
+                        evaluate(model, val_set, device)
+                    save_checkpoint(args.checkpoint, model, optimizer, epoch)
+                dist.barrier()  # nobody reads or overwrites the checkpoint before it is complete
+            if rank == 0:  # one log line per epoch, with numbers that describe all ranks
+                history.append(dict(epoch=epoch, loss=world["loss"], accuracy=world["accuracy"],
+                                    avg_op_loss=avg_loss, ranks=everyone, seconds=time.perf_counter() - started))
+                print(f"[rank 0] epoch {epoch}  loss {world['loss']:.4f} (rank 0 alone: {local['loss']:.4f})  "
+                      f"accuracy {world['accuracy']:.1%} (rank 0 alone: {local['accuracy']:.1%})", flush=True)
+
+        accuracy = evaluate(model, val_set, device)  # every rank calls it: it contains collectives
+        if rank == 0:
+            reference = correct_per_sample(model, val_set, range(len(val_set)), device)  # one process, all data
+            accuracy["single_process"] = dict(correct=int(reference.sum()), samples=len(reference))
+            print("[rank 0] validation accuracy: " + ", ".join(f"{name} {r['correct']}/{r['samples']}"
+                                                               for name, r in accuracy.items()), flush=True)
+            if args.out:
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps(dict(
+                    world_size=world_size, backend=dist.get_backend(), device=str(device),
+                    start_epoch=start_epoch, history=history, orders=orders, val_accuracy=accuracy), indent=1))
+    except BaseException:
+        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
+        raise
+    # A clean exit. With gloo, a bare destroy_process_group() can abort the process
+    # ("terminate called without an active exception") after all the work is done.
+    del ddp_model, optimizer
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""07 · All-reduce benchmark in the style of nccl-tests: latency, algbw and busbw over message sizes.
+
+    torchrun --standalone --nproc_per_node=2 07_allreduce_bench.py --min-bytes 4K --max-bytes 256M
+    torchrun --nnodes=2 --nproc_per_node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:PORT 07_allreduce_bench.py
+
+Sizes double from --min-bytes to --max-bytes. For each size: --warmup untimed all-reduces, then
+--iters timed ones; time is the mean per all-reduce of the slowest rank. As in nccl-tests,
+algbw = bytes / time and busbw = algbw * 2 (n - 1) / n, the traffic each link of a ring carries,
+comparable across process counts. NCCL and GPU tensors where CUDA exists, gloo and CPU otherwise.
+"""
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def size(text):
+    """'4096', '4K', '256M', '1G' -> bytes."""
+    text = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = text[-1] if text and text[-1] in UNITS else ""
+    try:
+        value = int(float(text[:len(text) - len(unit)]) * UNITS[unit])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 4096, 4K, 256M)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
+    return value
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--min-bytes", type=size, default=size("4K"), help="smallest message, e.g. 4K")
+    parser.add_argument("--max-bytes", type=size, default=size("256M"), help="largest message, e.g. 256M")
+    parser.add_argument("--iters", type=int, default=20, help="timed all-reduces per size")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed all-reduces per size")
+    parser.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto",
+                        help="auto: nccl where CUDA exists, gloo otherwise")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--out", type=Path, help="rank 0 writes the table to this JSON file")
+    args = parser.parse_args()
+    if args.min_bytes > args.max_bytes:
+        parser.error(f"--min-bytes ({args.min_bytes}) must not exceed --max-bytes ({args.max_bytes})")
+    if args.iters <= 0 or args.warmup < 0 or args.timeout <= 0:
+        parser.error("--iters and --timeout must be positive, --warmup not negative")
+    if args.backend == "nccl" and not torch.cuda.is_available():
+        parser.error("--backend nccl needs CUDA")
+    return args
+
+
+def setup_distributed(backend, timeout_s):
+    """Join the process group: NCCL and one GPU per process, or gloo and the CPU."""
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "nccl":
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    timeout = datetime.timedelta(seconds=timeout_s)
+    if "RANK" in os.environ:  # started by torchrun: join the group it prepared
+        dist.init_process_group(backend, timeout=timeout)
+    else:  # plain `python`: a group of one, no network needed
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
+    return device
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def bench_one(nbytes, iters, warmup, device):
+    """Mean seconds per all-reduce of nbytes of float32, on the slowest rank."""
+    tensor = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device=device)
+    for _ in range(warmup):
+        dist.all_reduce(tensor)
+    sync(device)
+    dist.barrier()
+    started = time.perf_counter()
+    for _ in range(iters):
+        dist.all_reduce(tensor)
+    sync(device)
+    seconds = torch.tensor([(time.perf_counter() - started) / iters], dtype=torch.float64, device=device)
+    dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
+    return tensor.numel(), seconds.item()
+
+
+def main():
+    args = parse_args()
+    device = setup_distributed(args.backend, args.timeout)
+    rank, n = dist.get_rank(), dist.get_world_size()
+    try:
+        sizes, nbytes = [], args.min_bytes
+        while nbytes <= args.max_bytes:
+            sizes.append(nbytes)
+            nbytes *= 2
+        rows = []
+        if rank == 0:
+            print(f"# all_reduce, {n} processes, backend {dist.get_backend()}, device {device}, "
+                  f"float32, sum, {args.iters} iterations (+{args.warmup} warm-up), slowest rank")
+            print(f"# {'size':>12} {'count':>12} {'time':>10} {'algbw':>8} {'busbw':>8}")
+            print(f"# {'(B)':>12} {'(elements)':>12} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8}", flush=True)
+        for nbytes in sizes:
+            count, seconds = bench_one(nbytes, args.iters, args.warmup, device)
+            algbw = count * 4 / seconds / 1e9
+            busbw = algbw * 2 * (n - 1) / n
+            rows.append(dict(bytes=count * 4, count=count, time_us=seconds * 1e6, algbw_gbps=algbw, busbw_gbps=busbw))
+            if rank == 0:
+                print(f"  {count * 4:>12} {count:>12} {seconds * 1e6:>10.1f} {algbw:>8.3f} {busbw:>8.3f}", flush=True)
+        if rank == 0:
+            large = [r["busbw_gbps"] for r in rows if r["bytes"] >= 2**20] or [rows[-1]["busbw_gbps"]]
+            print(f"# avg busbw over sizes >= 1 MiB: {sum(large) / len(large):.3f} GB/s")
+            if args.out:
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps(dict(world_size=n, backend=dist.get_backend(), device=str(device),
+                                                    iters=args.iters, rows=rows), indent=1))
+    except BaseException:
+        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
+        raise
+    # A clean exit: with gloo a bare destroy_process_group() can abort the process
+    # ("terminate called without an active exception") after all the work is done.
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,315 @@
+"""07 · DDP performance: step time and throughput, gradient buckets, and no_sync accumulation.
+
+    python 07_ddp_perf.py --threads 1,2 --out single.json                    # one process: the baseline
+    torchrun --standalone --nproc_per_node=2 07_ddp_perf.py --out ddp.json   # DDP, + buckets and no_sync
+
+Every time is the median of --steps timed steps after warm-up, of the slowest rank, on synthetic
+inputs held in memory (no data loading). On CUDA: NCCL and one GPU per process; a single process
+with --data-parallel N also times nn.DataParallel over N GPUs.
+"""
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def number_list(kind):
+    def parse(text):
+        values = [kind(v) for v in text.split(",") if v.strip()]
+        if not values or min(values) <= 0:
+            raise argparse.ArgumentTypeError(f"expected positive numbers separated by commas, got {text!r}")
+        return values
+    return parse
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batch-size", type=int, default=64, help="per process, for the scaling runs")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per measurement")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps before each measurement")
+    parser.add_argument("--threads", type=number_list(int), default=[1], help="CPU threads per process, e.g. 1,2")
+    parser.add_argument("--width", type=int, default=512, help="hidden width of the MLP")
+    parser.add_argument("--bucket-caps", type=number_list(float), default=[0.001, 0.01, 0.1, 1.0, 25.0],
+                        help="bucket_cap_mb values to sweep (DDP only)")
+    parser.add_argument("--small-layers", type=int, default=100, help="layers of the many-small-tensors model")
+    parser.add_argument("--accumulate", type=int, default=8, help="micro-steps per optimizer step (no_sync)")
+    parser.add_argument("--micro-batch", type=int, default=16, help="samples per process per micro-step")
+    parser.add_argument("--data-parallel", type=int, default=0, help="also time nn.DataParallel on N GPUs")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--out", type=Path, help="rank 0 writes every measurement to this JSON file")
+    args = parser.parse_args()
+    for name in ("batch_size", "steps", "width", "small_layers", "accumulate", "micro_batch", "timeout"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.warmup < 0 or args.data_parallel < 0:
+        parser.error("--warmup and --data-parallel must not be negative")
+    return args
+
+
+def setup_distributed(timeout_s):
+    """Join the process group: NCCL and one GPU per process, or gloo and the CPU."""
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    if torch.cuda.is_available():
+        backend, device = "nccl", torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    else:
+        backend, device = "gloo", torch.device("cpu")
+    timeout = datetime.timedelta(seconds=timeout_s)
+    if "RANK" in os.environ:  # started by torchrun: join the group it prepared
+        dist.init_process_group(backend, timeout=timeout)
+    else:  # plain `python`: a group of one, no network needed
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
+    return device
+
+
+def mlp(width, num_classes=10):
+    """Compute-heavy: three large matrices (1.8 M parameters at width 512, 4.2 M at 1024)."""
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, width), nn.ReLU(),
+                         nn.Linear(width, width), nn.ReLU(), nn.Linear(width, num_classes))
+
+
+def many_small(layers, width=32, num_classes=10):
+    """Communication-heavy: 2 * layers + 2 tiny tensors, each a few KiB."""
+    blocks = [nn.Sequential(nn.Linear(width, width), nn.Tanh()) for _ in range(layers)]
+    return nn.Sequential(*blocks, nn.Linear(width, num_classes))
+
+
+def wrap(model, device, **kwargs):
+    return DDP(model, device_ids=[device.index] if device.type == "cuda" else None, **kwargs)
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def slowest(seconds, device):
+    """The largest value over all ranks: a step is as slow as its slowest rank."""
+    t = torch.tensor([seconds], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
+
+
+def timed(step, steps, warmup, device, cpu=None):
+    """Median seconds per call of step() on the slowest rank, and the CPU share this rank got.
+
+    The CPU share (CPU seconds of this process per wall-clock second, lowest over the ranks) tells a
+    quiet machine (about 1 per busy thread) from one shared with other work (much less than 1).
+    If cpu is a list, the CPU seconds per call summed over all ranks are appended to it: the work
+    done, which other programs on the machine hardly change.
+    """
+    for _ in range(warmup):
+        step()
+    sync(device)
+    dist.barrier()
+    times, cpu_started, wall_started = [], time.process_time(), time.perf_counter()
+    for _ in range(steps):
+        started = time.perf_counter()
+        step()
+        sync(device)
+        times.append(time.perf_counter() - started)
+    cpu_seconds = time.process_time() - cpu_started
+    cpu_share = cpu_seconds / (time.perf_counter() - wall_started)
+    if cpu is not None:
+        total = torch.tensor([cpu_seconds / steps], dtype=torch.float64, device=device)
+        dist.all_reduce(total)
+        cpu.append(total.item())
+    return slowest(sorted(times)[len(times) // 2], device), -slowest(-cpu_share, device)
+
+
+def counting(ddp_model, counter):
+    """Register DDP's default all-reduce as a comm hook that also counts its calls (one per bucket)."""
+    def hook(state, bucket):
+        counter[0] += 1
+        return default_hooks.allreduce_hook(state, bucket)
+    ddp_model.register_comm_hook(None, hook)
+    return ddp_model
+
+
+def batch(n, device, shape=(3, 32, 32)):
+    return torch.randn(n, *shape, device=device), torch.randint(10, (n,), device=device)
+
+
+def train_step(model, x, y):
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        opt.step()
+    return step
+
+
+def memory_mb(device):
+    return torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
+
+
+def scaling(args, device, world_size):
+    """Throughput at a fixed per-process batch (global grows with N) and a fixed global batch."""
+    rows, threads_before = [], torch.get_num_threads()
+    regimes = [("fixed per-process batch", args.batch_size)]
+    if world_size > 1:
+        regimes.append(("fixed global batch", max(1, args.batch_size // world_size)))
+    for threads in (args.threads if device.type == "cpu" else [None]):
+        if threads:
+            torch.set_num_threads(threads)
+        for regime, per_process in regimes:
+            torch.manual_seed(args.seed)
+            model = mlp(args.width).to(device)
+            model = wrap(model, device) if world_size > 1 else model  # one process: the plain program
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
+            cpu = []
+            seconds, cpu_share = timed(train_step(model, *batch(per_process, device)), args.steps, args.warmup,
+                                       device, cpu)
+            rows.append(dict(processes=world_size, threads=threads, regime=regime, per_process_batch=per_process,
+                             global_batch=per_process * world_size, ms_per_step=1000 * seconds,
+                             samples_per_s=per_process * world_size / seconds, cpu_share=cpu_share,
+                             cpu_us_per_sample=1e6 * cpu[0] / (per_process * world_size),
+                             memory_mb=memory_mb(device)))
+    torch.set_num_threads(threads_before)  # what torchrun's OMP_NUM_THREADS gave, for what follows
+    return rows
+
+
+def data_parallel(args, device):
+    """nn.DataParallel over N GPUs versus one GPU, the same global batch (single process only)."""
+    rows = []
+    for n in (1, args.data_parallel):
+        torch.manual_seed(args.seed)
+        model = mlp(args.width).to(device)
+        if n > 1:
+            model = nn.DataParallel(model, device_ids=list(range(n)))
+        for i in range(n):
+            torch.cuda.reset_peak_memory_stats(i)
+        seconds, _ = timed(train_step(model, *batch(args.batch_size, device)), args.steps, args.warmup, device)
+        rows.append(dict(kind="single device" if n == 1 else "DataParallel", devices=n,
+                         global_batch=args.batch_size, ms_per_step=1000 * seconds,
+                         memory_mb_per_device=[torch.cuda.max_memory_allocated(i) / 2**20 for i in range(n)]))
+    return rows
+
+
+def buckets(args, device, rounds=3):
+    """Step time and all-reduce calls per step over bucket_cap_mb, on a model of many small tensors."""
+    x, y = batch(32, device, shape=(32,))
+    timed_steps, counts = {}, {}
+    for cap in args.bucket_caps:
+        torch.manual_seed(args.seed)
+        counter = [0]
+        counted = train_step(counting(wrap(many_small(args.small_layers).to(device), device, bucket_cap_mb=cap),
+                                      counter), x, y)
+        for _ in range(2):  # DDP rebuilds its buckets after the first step; count from then on
+            counted()
+        counter[0] = 0
+        counted()
+        counts[cap] = counter[0]
+        torch.manual_seed(args.seed)
+        timed_steps[cap] = train_step(wrap(many_small(args.small_layers).to(device), device, bucket_cap_mb=cap), x, y)
+    times = {cap: [] for cap in args.bucket_caps}
+    for _ in range(rounds):  # interleaved, so that a noisy moment hits every setting alike
+        for cap in args.bucket_caps:
+            times[cap].append(timed(timed_steps[cap], max(1, args.steps // rounds), 1, device)[0])
+    tensors = len(list(many_small(args.small_layers).parameters()))
+    return [dict(bucket_cap_mb=cap, allreduce_calls_per_step=counts[cap], tensors=tensors,
+                 ms_per_step=1000 * sorted(times[cap])[rounds // 2]) for cap in args.bucket_caps]
+
+
+def accumulate(model, opt, x, y, micro_steps, variant):
+    """One optimizer step of gradient accumulation over micro_steps, synchronised the way variant says."""
+    loss_fn = nn.CrossEntropyLoss()
+    opt.zero_grad(set_to_none=True)
+    for i in range(micro_steps):
+        last = i == micro_steps - 1
+        if variant == "sync every micro-step" or last:  # the last micro-step always synchronises
+            (loss_fn(model(x), y) / micro_steps).backward()
+        elif variant == "no_sync":  # forward AND backward inside: nothing is all-reduced
+            with model.no_sync():
+                (loss_fn(model(x), y) / micro_steps).backward()
+        else:  # the trap: the forward pass outside no_sync() has already armed the all-reduce
+            loss = loss_fn(model(x), y) / micro_steps
+            with model.no_sync():
+                loss.backward()
+
+
+def accumulation(args, device):
+    """All-reduce calls and time per optimizer step, with and without no_sync()."""
+    x, y = batch(args.micro_batch, device)
+    rows, reference = [], None
+    for variant in ("sync every micro-step", "no_sync", "no_sync around backward() only"):
+        torch.manual_seed(args.seed)
+        counter = [0]
+        model = counting(wrap(mlp(args.width).to(device), device), counter)
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        accumulate(model, opt, x, y, args.accumulate, variant)  # no step: compare the accumulated gradients
+        grads = torch.cat([p.grad.reshape(-1) for p in model.parameters()]).double().cpu()
+        reference = grads if reference is None else reference
+        counter[0] = 0
+        accumulate(model, opt, x, y, args.accumulate, variant)
+        calls = counter[0]
+
+        def optimizer_step(model=model, opt=opt, variant=variant):
+            accumulate(model, opt, x, y, args.accumulate, variant)
+            opt.step()
+        seconds, _ = timed(optimizer_step, max(2, args.steps // 3), 1, device)
+        rows.append(dict(variant=variant, micro_steps=args.accumulate, allreduce_calls_per_optimizer_step=calls,
+                         ms_per_optimizer_step=1000 * seconds,
+                         max_grad_difference=(grads - reference).abs().max().item()))
+    return rows
+
+
+def main():
+    args = parse_args()
+    device = setup_distributed(args.timeout)
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    try:
+        results = dict(world_size=world_size, backend=dist.get_backend(), device=str(device),
+                       cpu_count=os.cpu_count(), torch=torch.__version__,
+                       omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
+                       cuda_devices=torch.cuda.device_count(), batch_size=args.batch_size,
+                       mlp_parameters=sum(p.numel() for p in mlp(args.width).parameters()))
+        results["scaling"] = scaling(args, device, world_size)
+        if world_size == 1 and device.type == "cuda" and args.data_parallel >= 2:
+            results["data_parallel"] = data_parallel(args, device)
+        if world_size > 1:  # communication needs someone to talk to
+            results["buckets"] = buckets(args, device)
+            results["no_sync"] = accumulation(args, device)
+        if rank == 0:
+            for row in results["scaling"]:
+                print(f"{row['processes']} process(es) x {row['threads'] or '-'} thread(s), {row['regime']}: "
+                      f"batch {row['per_process_batch']}/process, {row['ms_per_step']:.1f} ms/step, "
+                      f"{row['samples_per_s']:.0f} samples/s, CPU share {row['cpu_share']:.2f}", flush=True)
+            for row in results.get("data_parallel", []):
+                print(f"{row['kind']} on {row['devices']} GPU(s): {row['ms_per_step']:.1f} ms/step, "
+                      f"memory {[round(m) for m in row['memory_mb_per_device']]} MiB", flush=True)
+            for row in results.get("buckets", []):
+                print(f"bucket_cap_mb {row['bucket_cap_mb']:>7}: {row['allreduce_calls_per_step']:>3} all-reduces "
+                      f"per step, {row['ms_per_step']:.1f} ms/step", flush=True)
+            for row in results.get("no_sync", []):
+                print(f"{row['variant']:32s}: {row['allreduce_calls_per_optimizer_step']:>2} all-reduces, "
+                      f"{row['ms_per_optimizer_step']:.1f} ms per optimizer step", flush=True)
+            if args.out:
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps(results, indent=1))
+    except BaseException:
+        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
+        raise
+    # A clean exit: with gloo a bare destroy_process_group() can abort the process
+    # ("terminate called without an active exception") after all the work is done.
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+"""08 · Elastic DDP training: a complete snapshot every epoch, resumed after a restart, nothing lost.
+
+    torchrun --standalone --nproc_per_node=2 --max-restarts=1 08_elastic_train.py --snapshot-dir snap \
+        --fail-at-step 12 --fail-rank 1      # rank 1 fails once at step 12; torchrun restarts everyone
+    python 08_elastic_train.py --epochs 3     # also works: a world of one process
+"""
+
+import argparse
+import datetime
+import gc
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.distributed.elastic.multiprocessing.errors import record
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=32, help="per process")
+    parser.add_argument("--dataset-size", type=int, default=1024, help="training samples")
+    parser.add_argument("--num-classes", type=int, default=10)
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--snapshot-dir", type=Path, default=Path("snapshot"),
+                        help="where snapshot.pt lives; storage that every node can read")
+    parser.add_argument("--fail-at-step", type=int, default=-1,
+                        help="inject a fault (once) before this global step; -1: never")
+    parser.add_argument("--fail-rank", type=int, default=1, help="the global rank that fails")
+    parser.add_argument("--out", type=Path, help="rank 0 writes the metrics and a parameter hash here")
+    args = parser.parse_args()
+    for name in ("epochs", "batch_size", "dataset_size", "lr", "timeout"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.num_classes < 2:
+        parser.error(f"--num-classes must be at least 2, got {args.num_classes}")
+    if args.fail_at_step < -1:
+        parser.error(f"--fail-at-step must be -1 (never) or a step number, got {args.fail_at_step}")
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    if args.fail_at_step >= 0 and not 0 <= args.fail_rank < world_size:
+        parser.error(f"--fail-rank must be a rank of this run (0..{world_size - 1}), got {args.fail_rank}")
+    return args
+
+
+def make_datasets(train_size, num_classes, seed):
+    """Synthetic, learnable data: image = 0.1 * template[label] + noise. Same seed, same data."""
+    generator = torch.Generator().manual_seed(seed)
+    templates = torch.randn(num_classes, 3, 32, 32, generator=generator)
+    val_size = max(train_size // 4, num_classes)
+    labels = torch.randint(num_classes, (train_size + val_size,), generator=generator)
+    images = 0.1 * templates[labels] + torch.randn(len(labels), 3, 32, 32, generator=generator)
+    return (TensorDataset(images[:train_size], labels[:train_size]),
+            TensorDataset(images[train_size:], labels[train_size:]))
+
+
+class Model(nn.Module):
+    """The source post's model, without the Softmax: CrossEntropyLoss wants raw logits."""
+
+    def __init__(self, num_classes):
+        super().__init__()
+        self.conv2d = nn.Conv2d(3, 16, 3)
+        self.fc = nn.Linear(30 * 30 * 16, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.conv2d(x).flatten(1))
+
+
+def setup_distributed(timeout_s):
+    """Join the process group: NCCL and one GPU per process, or gloo and the CPU. Restart-safe."""
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    if torch.cuda.is_available():
+        backend, device = "nccl", torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    else:
+        backend, device = "gloo", torch.device("cpu")
+    timeout = datetime.timedelta(seconds=timeout_s)
+    if "RANK" not in os.environ:  # plain `python`: a group of one, no network needed
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
+    elif os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        # torchrun shares its rendezvous store with the workers, and that store outlives a restart:
+        # the failed attempt's addresses are still in it, and a restarted worker may read them
+        # ("Gloo connectFullMesh failed ... Connection refused"). Give every attempt its own keys.
+        attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
+                              is_master=False, timeout=timeout)
+        dist.init_process_group(backend, store=dist.PrefixStore(f"attempt_{attempt}", store),
+                                rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]),
+                                timeout=timeout)
+    else:  # e.g. TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: a fresh store per attempt already
+        dist.init_process_group(backend, timeout=timeout)
+    return device
+
+
+def save_snapshot(path, model, optimizer, epoch, step, history, device):
+    """Everything needed to continue exactly: written by rank 0, atomically; the others wait."""
+    rng = {"cpu": torch.get_rng_state()}
+    if device.type == "cuda":
+        rng["cuda"] = torch.cuda.get_rng_state(device)
+    rng_per_rank = [None] * dist.get_world_size()
+    dist.all_gather_object(rng_per_rank, rng)  # every rank's random stream, not only rank 0's
+    if dist.get_rank() == 0:
+        snapshot = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), epoch=epoch,
+                        step=step, sampler_epoch=epoch, rng=rng_per_rank, history=history,
+                        world_size=dist.get_world_size())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        torch.save(snapshot, tmp)
+        os.replace(tmp, path)  # atomic: a crash leaves the old snapshot or the new one, never half
+    dist.barrier()  # nobody runs ahead before the snapshot is on disk
+
+
+def load_snapshot(path, model, optimizer, device):
+    """Restore the snapshot if there is one; returns (next epoch, global step, history)."""
+    if not path.exists():
+        return 0, 0, []
+    snapshot = torch.load(path, map_location=device, weights_only=True)
+    model.load_state_dict(snapshot["model"])
+    optimizer.load_state_dict(snapshot["optimizer"])
+    if snapshot["world_size"] == dist.get_world_size():  # same world: continue each rank's stream
+        rng = snapshot["rng"][dist.get_rank()]
+        torch.set_rng_state(rng["cpu"].cpu())
+        if device.type == "cuda" and "cuda" in rng:
+            torch.cuda.set_rng_state(rng["cuda"].cpu(), device)
+    elif dist.get_rank() == 0:
+        print(f"world size changed ({snapshot['world_size']} -> {dist.get_world_size()}): "
+              "the data order and random streams differ from an uninterrupted run", flush=True)
+    return snapshot["sampler_epoch"], snapshot["step"], snapshot["history"]
+
+
+def parameter_hash(model):
+    digest = hashlib.sha256()
+    for tensor in model.state_dict().values():
+        digest.update(bytes(tensor.detach().cpu().contiguous().flatten().view(torch.uint8).tolist()))
+    return digest.hexdigest()
+
+
+@torch.no_grad()
+def evaluate(model, loader, device):
+    model.eval()
+    correct, seen = 0, 0
+    for images, labels in loader:
+        correct += (model(images.to(device)).argmax(1) == labels.to(device)).sum().item()
+        seen += len(labels)
+    return correct / seen
+
+
+@record  # if this process dies of an exception, torchrun's failure report shows it
+def main():
+    args = parse_args()
+    device = setup_distributed(args.timeout)
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", 0))  # 0, then 1 after a restart, ...
+    torch.manual_seed(args.seed)  # the same initial weights everywhere
+    train_set, val_set = make_datasets(args.dataset_size, args.num_classes, args.seed)
+    sampler = DistributedSampler(train_set, shuffle=True, seed=args.seed)
+    train_loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
+    val_loader = DataLoader(val_set, batch_size=256)
+    model = Model(args.num_classes).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    torch.manual_seed(args.seed + 1000 * rank)  # a different augmentation stream per rank
+    snapshot_path = args.snapshot_dir / "snapshot.pt"
+    start_epoch, step, history = load_snapshot(snapshot_path, model, optimizer, device)
+    ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+    loss_fn = nn.CrossEntropyLoss()
+    if rank == 0:
+        source = f"snapshot: epoch {start_epoch}, step {step}" if start_epoch else "scratch"
+        print(f"attempt {attempt}: {world_size} process(es), backend {dist.get_backend()}, "
+              f"starting from {source}", flush=True)
+
+    try:
+        started = time.perf_counter()
+        for epoch in range(start_epoch, args.epochs):
+            sampler.set_epoch(epoch)  # the shuffle is a function of (seed, epoch): replayable
+            ddp_model.train()
+            totals = torch.zeros(3, dtype=torch.float64, device=device)
+            for images, labels in train_loader:
+                if step == args.fail_at_step and rank == args.fail_rank:
+                    marker = args.snapshot_dir / f"fault_injected_at_step_{step}"
+                    if not marker.exists():  # once: the restarted attempt passes this step
+                        marker.parent.mkdir(parents=True, exist_ok=True)
+                        marker.touch()
+                        raise RuntimeError(f"injected fault: rank {rank} fails at step {step} (epoch {epoch})")
+                images, labels = images.to(device), labels.to(device)
+                images = images + 0.05 * torch.randn_like(images)  # augmentation: needs the RNG state
+                logits = ddp_model(images)
+                loss = loss_fn(logits, labels)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                step += 1
+                totals += torch.tensor([loss.item() * len(labels), (logits.argmax(1) == labels).sum().item(),
+                                        len(labels)], dtype=torch.float64, device=device)
+            dist.all_reduce(totals)
+            history.append(dict(epoch=epoch, attempt=attempt, loss=(totals[0] / totals[2]).item(),
+                                accuracy=(totals[1] / totals[2]).item(),
+                                val_accuracy=evaluate(model, val_loader, device) if rank == 0 else None))
+            save_snapshot(snapshot_path, model, optimizer, epoch + 1, step, history, device)
+            if rank == 0:
+                h = history[-1]
+                print(f"epoch {epoch}  step {step}  loss {h['loss']:.4f}  accuracy {h['accuracy']:.1%}  "
+                      f"val accuracy {h['val_accuracy']:.1%}  (attempt {attempt}, snapshot saved)", flush=True)
+        if rank == 0 and args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(dict(
+                world_size=world_size, backend=dist.get_backend(), attempt=attempt, resumed_from_epoch=start_epoch,
+                steps=step, seconds=time.perf_counter() - started, params_sha256=parameter_hash(model),
+                history=history), indent=1))
+    except BaseException:
+        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
+        raise
+    del ddp_model, optimizer
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

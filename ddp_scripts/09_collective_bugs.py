@@ -1,0 +1,144 @@
+"""09 · Collective bugs on demand: a stuck rank, the checkpoint trap, mismatched shapes, an unused
+parameter. Each ends in an error within seconds, never a hang. Without --bug it runs correctly.
+
+    torchrun --standalone --nproc_per_node=2 09_collective_bugs.py                  # correct: exits 0
+    torchrun --standalone --nproc_per_node=2 09_collective_bugs.py --bug rank0-only --timeout 3
+    TORCH_DISTRIBUTED_DEBUG=DETAIL torchrun ... --bug rank0-only --timeout 3         # names the mismatch
+    torchrun --standalone --nproc_per_node=2 09_collective_bugs.py --bug straggler --monitored --timeout 3
+    TORCH_DISTRIBUTED_DEBUG=INFO torchrun ... --bug unused                           # names the parameter
+"""
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+BUGS = ("none", "straggler", "rank0-only", "shape", "unused")
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bug", choices=BUGS, default="none", help="which mistake to make (none: run correctly)")
+    parser.add_argument("--monitored", action="store_true", help="check in at a monitored_barrier first")
+    parser.add_argument("--backend", choices=("auto", "gloo"), default="auto",
+                        help="auto: NCCL on GPUs, else gloo; gloo: always gloo (the lesson shows its messages)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--out", type=Path, help="rank 0 writes what it did to this JSON file")
+    args = parser.parse_args()
+    if args.timeout <= 0:
+        parser.error(f"--timeout must be positive, got {args.timeout}")
+    return args
+
+
+def setup_distributed(backend_choice, timeout_s):
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    if backend_choice == "auto" and torch.cuda.is_available():
+        backend, device = "nccl", torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    else:
+        backend, device = "gloo", torch.device("cpu")
+    timeout = datetime.timedelta(seconds=timeout_s)
+    if "RANK" in os.environ:
+        dist.init_process_group(backend, timeout=timeout)
+    else:
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
+    return device
+
+
+def read_next_batch(rank, bug, timeout_s):
+    """Where a real job reads data. With --bug straggler the last rank gets stuck here."""
+    if bug == "straggler" and rank == dist.get_world_size() - 1 and rank > 0:
+        print(f"[rank {rank}] stuck reading the next batch", flush=True)
+        time.sleep(10 * timeout_s)  # stands for a dead file system, a deadlock, an endless loop ...
+    return torch.ones(4)
+
+
+def save_checkpoint(state, path, rank, bug):
+    """Rank 0 writes, everybody waits. With --bug rank0-only the barrier sits inside the `if`."""
+    if rank == 0:
+        torch.save(state, path)
+        print(f"[rank {rank}] checkpoint saved", flush=True)
+        if bug == "rank0-only":
+            dist.barrier()  # BUG: only rank 0 reaches this barrier; the others are at the next collective
+    if bug != "rank0-only":
+        dist.barrier()  # correct: every rank waits here until the file is written
+
+
+class TwoHeads(nn.Module):
+    """A model with a head that the loss may not use (--bug unused)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 1)
+        self.aux_head = nn.Linear(4, 1)  # used only when the loss includes the auxiliary term
+
+    def forward(self, x, use_aux):
+        h = self.body(x)
+        return self.head(h) + (self.aux_head(h) if use_aux else 0)
+
+
+def train_two_steps(device, bug):
+    """A DDP model; with --bug unused, aux_head gets no gradient and the second step fails."""
+    model = DDP(TwoHeads().to(device), device_ids=[device.index] if device.type == "cuda" else None)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        loss = model(torch.ones(8, 4, device=device), use_aux=bug != "unused").pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model, optimizer
+
+
+def main():
+    args = parse_args()
+    device = setup_distributed(args.backend, args.timeout)
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    # monitored_barrier exists only on gloo; an NCCL job makes a gloo group for it
+    monitor = dist.new_group(backend="gloo") if dist.get_backend() == "nccl" else None
+    print(f"[rank {rank}] pid {os.getpid()}, backend {dist.get_backend()}, "
+          f"MASTER_PORT={os.environ.get('MASTER_PORT')}, "
+          f"TORCH_DISTRIBUTED_DEBUG={os.environ.get('TORCH_DISTRIBUTED_DEBUG', 'OFF')}", flush=True)
+    try:
+        batch = read_next_batch(rank, args.bug, args.timeout).to(device)
+        if args.monitored:  # every rank checks in; rank 0 names those that do not, within the timeout
+            dist.monitored_barrier(group=monitor, timeout=datetime.timedelta(seconds=args.timeout))
+        dist.all_reduce(batch)  # the step's gradient all-reduce, in miniature
+
+        with tempfile.TemporaryDirectory() as tmp:
+            save_checkpoint({"weights": batch.cpu()}, Path(tmp) / "checkpoint.pt", rank, args.bug)
+            loss = torch.tensor([float(rank)], device=device)
+            dist.all_reduce(loss)  # the next collective: the epoch's metrics
+
+        # per-sample losses of this rank's validation shard: with --bug shape, rank 1's is one longer
+        shard = 1000 + (1 if args.bug == "shape" and rank == 1 else 0)
+        per_sample = torch.ones(shard, device=device)
+        dist.all_reduce(per_sample)
+
+        model, optimizer = train_two_steps(device, args.bug)
+        if rank == 0:
+            print(f"all collectives completed on {world_size} rank(s)", flush=True)
+            if args.out:
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps(dict(world_size=world_size, backend=dist.get_backend(),
+                                                    batch_sum=batch.sum().item(), loss_sum=loss.item())))
+    except BaseException:
+        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
+        raise
+    del model, optimizer
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""Every lesson executes under papermill with its CI parameters (the defaults in its parameters
+cell), through the same runner that builds the handouts; a failing launch fails its lesson."""
+
+import json
+import sys
+
+import pytest
+import series
+from conftest import NOTEBOOKS, REPO, run
+
+# Shared with tests/test_browser.py, which builds the handouts from the same executions.
+OUT = REPO / "build" / "test"
+LESSONS = series.lessons()
+
+
+@pytest.mark.parametrize("notebook", LESSONS, ids=[p.stem for p in LESSONS])
+def test_lesson_executes(notebook):
+    record = series.execute(notebook, OUT, params={})
+    assert record["ok"], (f"{notebook.name} failed at {record.get('error')}\n"
+                          f"partially executed notebook: {OUT / 'executed' / notebook.name}")
+    assert (OUT / "handouts" / f"{notebook.stem}.html").exists()
+
+
+def test_unchanged_lesson_is_not_executed_again():
+    notebook = NOTEBOOKS / "00_setup.ipynb"
+    first = series.execute(notebook, OUT, params={})
+    again = series.execute(notebook, OUT, params={})
+    assert first["ok"] and again["cached"] and again["key"] == first["key"]
+    assert series.cache_key(notebook, {"nproc_per_node": 3}) != first["key"]
+
+
+def test_failing_launch_fails_the_lesson(tmp_path):
+    """One rank raises: papermill must fail, at the launch cell, with that rank's traceback shown."""
+    record = series.execute(NOTEBOOKS / "00_setup.ipynb", tmp_path, params={"fail_rank": 1}, force=True)
+    assert not record["ok"]
+    assert "CalledProcessError" in record["error"], record["error"]
+    cells = json.loads((tmp_path / "executed" / "00_setup.ipynb").read_text())["cells"]
+    launch = next(c for c in cells if "".join(c["source"]).startswith("!torchrun"))
+    shown = "".join("".join(o.get("text", "")) + "".join(o.get("traceback", [])) for o in launch["outputs"])
+    assert "RuntimeError: rank 1 fails on purpose" in shown, shown[-3000:]
+    after = cells[cells.index(launch) + 1:]
+    assert not any(c.get("outputs") for c in after if c["cell_type"] == "code"), "cells ran after the failure"
+
+
+def test_runner_rejects_bad_parameters(tmp_path):
+    runner = [sys.executable, str(REPO / "tools" / "series.py"), "build", "--out", str(tmp_path)]
+    for bad in (["-p", "no_such_parameter=1"], ["-p", "nproc_per_node=two"], ["-p", "=3"]):
+        result = run(runner + bad, cwd=tmp_path, timeout=60)
+        assert result.returncode == 2, (bad, result.stdout, result.stderr)
+        assert result.stderr.strip().splitlines()[-1].startswith("series.py: error:"), result.stderr
