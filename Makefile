@@ -31,7 +31,7 @@ lab: $(READY)
 	cd notebooks && $(BIN)/jupyter lab
 
 bench: $(READY)
-	$(BIN)/python tools/bench.py
+	$(BIN)/python tools/bench.py $(if $(NPROC),--nproc $(NPROC))
 
 # 50 launches in a row of every script: an unclean exit that happens 1 time in 10 shows up here.
 soak: $(READY)

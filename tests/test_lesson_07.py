@@ -4,7 +4,7 @@ import bench
 import pytest
 
 ROW = dict(processes=1, threads=1, regime="fixed per-process batch", per_process_batch=64, global_batch=64,
-           ms_per_step=10.0, samples_per_s=6400.0, cpu_share=0.95, memory_mb=None)
+           ms_per_step=10.0, samples_per_s=6400.0, cpu_share=0.95, cpu_us_per_sample=150.0, memory_mb=None)
 
 
 def fake_results():

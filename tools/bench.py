@@ -95,16 +95,17 @@ def markdown(results):
         out.append(f"| {label} | {r['time_us']:.1f} | {r['algbw_gbps']:.3f} | {r['busbw_gbps']:.3f} |")
     out += ["", f"**Scaling** (MLP, {results['ddp']['mlp_parameters'] / 1e6:.1f} M parameters; median step, "
                 "slowest rank; CPU share ≈ 1 per thread on a quiet machine)", "",
-            "| processes × threads | regime | batch/process | global batch | ms/step | samples/s | CPU share |",
-            "|---|---|---:|---:|---:|---:|---:|"]
+            "| processes × threads | regime | batch/process | global batch | ms/step | samples/s | CPU share "
+            "| CPU µs/sample |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in results["single"]["scaling"] + results["ddp"]["scaling"]:
         threads = r["threads"] if r["threads"] else "–"
         regime = "one process" if r["processes"] == 1 else r["regime"]
         out.append(f"| {r['processes']} × {threads} | {regime} | {r['per_process_batch']} | {r['global_batch']} | "
-                   f"{r['ms_per_step']:.1f} | {r['samples_per_s']:.0f} | {r['cpu_share']:.2f} |")
+                   f"{r['ms_per_step']:.1f} | {r['samples_per_s']:.0f} | {r['cpu_share']:.2f} | "
+                   f"{r['cpu_us_per_sample']:.0f} |")
     for r in results["single"].get("data_parallel", []):
         out.append(f"| {r['kind']}, {r['devices']} GPU(s) | same global batch | – | {r['global_batch']} | "
-                   f"{r['ms_per_step']:.1f} | {r['global_batch'] / r['ms_per_step'] * 1000:.0f} | – |")
+                   f"{r['ms_per_step']:.1f} | {r['global_batch'] / r['ms_per_step'] * 1000:.0f} | – | – |")
     out += ["", f"**Gradient buckets** ({results['ddp']['buckets'][0]['tensors']} small gradient tensors)", "",
             "| bucket_cap_mb | all-reduces per step | ms/step |", "|---:|---:|---:|"]
     for r in results["ddp"]["buckets"]:
