@@ -73,8 +73,6 @@ def browser():
 @pytest.fixture(scope="module")
 def handouts() -> Path:
     """Every lesson executed and exported (cached by the runner, shared with the notebook tests)."""
-    with series.locked(OUT / "locks" / "vendor.lock"):  # one npm fetch, even with two test workers
-        series.vendor(OUT / "handouts")
     records = series.build(out=OUT, overrides={})
     failed = [f"{r['name']}: {r.get('error')}" for r in records if not r["ok"]]
     assert not failed, "lessons failed to execute, so their handouts are missing:\n" + "\n".join(failed)

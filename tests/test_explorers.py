@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import re
 import shlex
 import socket
 import subprocess
@@ -176,7 +177,8 @@ def test_plan_matches_real_torchrun(tmp_path, backend):
             if agent.poll() is None:
                 agent.kill()
                 agent.wait()
-    seen = [[json.loads(line[4:]) for line in out.splitlines() if line.startswith("ENV ")] for out in outputs]
+    # Workers share their agent's stdout, so two reports can land on one line: match each one.
+    seen = [[json.loads(report) for report in re.findall(r"ENV (\{[^}]*\})", out)] for out in outputs]
     if backend == "static":  # machine k is GROUP_RANK k: exact, machine by machine
         for machine, envs in enumerate(seen):
             assert sorted(envs, key=lambda e: int(e["RANK"])) == \
@@ -217,3 +219,17 @@ def test_torchrun_widget_follows_its_controls():
     nodes.value, procs.value = 3, 4
     node.value = 2
     assert node.max == 2 and 'data-world-size="12"' in table.value and 'data-node-rank="2"' in table.value
+
+
+# --- the lessons that show them ----------------------------------------------------------------
+
+@pytest.mark.parametrize("prefix,explorer", [("05_", "sampler_explorer"), ("07_", "ring_explorer"),
+                                             ("10_", "torchrun_explorer")])
+def test_lessons_show_their_explorer(prefix, explorer):
+    lessons = sorted(NOTEBOOKS.glob(f"{prefix}*.ipynb"))
+    assert lessons, f"no lesson {prefix}*.ipynb"
+    cells = json.loads(lessons[0].read_text())["cells"]
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    assert any(f"{explorer}(" in source for source in code), f"{lessons[0].name} does not show {explorer}"
+    headings = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+    assert any("## Explore:" in text for text in headings), f"{lessons[0].name} has no 'Explore' section"

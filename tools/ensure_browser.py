@@ -18,6 +18,9 @@ import sys
 from pathlib import Path
 
 CHROMIUM = Path("/usr/bin/chromium")
+# chromium, and a small CJK font so the Chinese terms of the lessons show in screenshots.
+PACKAGES = ["chromium", "fonts-wqy-zenhei"]
+CJK_FONT = Path("/usr/share/fonts/truetype/wqy")
 REASON_FILE = Path(__file__).resolve().parent.parent / "build" / "browser-unavailable.txt"
 
 
@@ -36,14 +39,14 @@ def install() -> str | None:
         prefix = ["sudo", "-n"]
     else:
         return "not root and no password-less sudo: run `apt-get install -y chromium` as root"
-    print("ensure_browser: installing Debian's chromium with apt-get …", flush=True)
+    print(f"ensure_browser: installing {' '.join(PACKAGES)} with apt-get …", flush=True)
     try:
-        first = _apt(prefix, "install", "-y", "--no-install-recommends", "chromium")
+        first = _apt(prefix, "install", "-y", "--no-install-recommends", *PACKAGES)
         if first.returncode != 0:  # a fresh machine has no package lists yet
             update = _apt(prefix, "update")
             if update.returncode != 0:
                 return f"apt-get update failed: {update.stderr.strip().splitlines()[-1:] or update.returncode}"
-            second = _apt(prefix, "install", "-y", "--no-install-recommends", "chromium")
+            second = _apt(prefix, "install", "-y", "--no-install-recommends", *PACKAGES)
             if second.returncode != 0:
                 tail = second.stderr.strip().splitlines()[-1:] or [f"exit code {second.returncode}"]
                 return f"apt-get install chromium failed: {tail[0]}"
@@ -55,7 +58,7 @@ def install() -> str | None:
 
 
 def main() -> int:
-    if CHROMIUM.exists():
+    if CHROMIUM.exists() and CJK_FONT.exists():
         reason = None
     else:
         reason = install()

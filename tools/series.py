@@ -229,8 +229,13 @@ def vendor(handouts: Path) -> dict[str, str]:
     urls = {"widget_renderer_url": "vendor/html-manager/embed-amd.js",
             "require_js_url": "vendor/requirejs/require.js",
             "mathjax_url": "vendor/mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe"}
-    if (target / ".complete").exists():
-        return urls
+    with locked(handouts.parent / "locks" / "vendor.lock"):  # one fetch, even from parallel builds
+        if (target / ".complete").exists():
+            return urls
+        return _fetch_vendor(target, urls)
+
+
+def _fetch_vendor(target: Path, urls: dict[str, str]) -> dict[str, str]:
     if shutil.which("npm") is None:
         print("WARNING: npm is not installed: handouts will load the widget renderer, require.js and "
               "MathJax from a CDN, and need a network to show widgets and formulas.", file=sys.stderr)
