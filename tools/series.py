@@ -203,7 +203,7 @@ def execute(nb_path: Path, out: Path, params: dict[str, object], force: bool = F
 
 def launch_seconds(executed: Path) -> float:
     """Time spent in cells that start processes (torchrun, python, Popen): what a learner waits on."""
-    launching = re.compile(r"torchrun|Popen|subprocess\.run|^!", re.M)
+    launching = re.compile(r"torchrun|Popen|subprocess\.run|\blaunch\w*\(|^!", re.M)
     cells = [c for c in json.loads(executed.read_text())["cells"]
              if c["cell_type"] == "code" and launching.search("".join(c["source"]))]
     return round(sum(c["metadata"].get("papermill", {}).get("duration") or 0 for c in cells), 1)
