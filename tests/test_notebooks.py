@@ -2,6 +2,7 @@
 cell), through the same runner that builds the handouts; a failing launch fails its lesson."""
 
 import json
+import re
 import sys
 
 import pytest
@@ -18,7 +19,8 @@ def test_lesson_executes(notebook):
     record = series.execute(notebook, OUT, params={})
     assert record["ok"], (f"{notebook.name} failed at {record.get('error')}\n"
                           f"partially executed notebook: {OUT / 'executed' / notebook.name}")
-    assert (OUT / "handouts" / f"{notebook.stem}.html").exists()
+    handout = (OUT / "handouts" / f"{notebook.stem}.html").read_text()
+    assert not re.search(r'href="\d\d_[a-z0-9_]+\.ipynb', handout), "handouts link to handouts, not notebooks"
 
 
 def test_unchanged_lesson_is_not_executed_again():

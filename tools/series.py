@@ -281,7 +281,8 @@ def export_html(executed: Path, handout: Path) -> None:
     config.TagRemovePreprocessor.remove_all_outputs_tags = ("remove-output",)
     exporter = HTMLExporter(config=config, template_name="lab", embed_images=True, **urls)
     body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
-    handout.write_text(body)
+    # Links between lessons ("Next: 02 · …") point at notebooks; in the handouts, at handouts.
+    handout.write_text(re.sub(r'href="(\d\d_[a-z0-9_]+)\.ipynb', r'href="\1.html', body))
 
 
 def write_index(records: list[dict], handouts: Path) -> Path:
