@@ -2,6 +2,7 @@
 does not divide evenly, and rejects bad arguments with a one-line error and exit code 2."""
 
 import json
+import sys
 
 import pytest
 from conftest import SCRIPTS, run
@@ -73,13 +74,11 @@ def test_runs_under_torchrun(name, nprocs, tmp_path):
 
 @pytest.mark.parametrize("name", SINGLE)
 def test_runs_as_plain_python(name, tmp_path):
-    import sys
     _check(run([sys.executable, *_command(name, tmp_path)], cwd=tmp_path), name, tmp_path)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bad_arguments_give_one_line_error(name, tmp_path):
-    import sys
     result = run([sys.executable, str(SCRIPTS / name), *CASES[name]["bad"]], cwd=tmp_path, timeout=60)
     assert result.returncode == 2, (result.returncode, result.stderr)
     assert "Traceback" not in result.stderr
