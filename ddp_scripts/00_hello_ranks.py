@@ -8,22 +8,54 @@ import argparse
 import datetime
 import gc
 import json
+import math
 import os
+import tempfile
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
 
+def positive_float(text):
+    """An argparse type: a finite number > 0. (A check `value <= 0` lets nan through: nan <= 0 is False.)"""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite positive number, got {text}")
+    return value
+
+
+def writable_file(text):
+    """An argparse type: a file we can create, checked at start-up, not after the training it would save."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text}: it is a folder")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {blocking} is a file, not a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}."):
+            pass  # a file can be created there (and is removed again)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {error.strerror or error}") from None
+    return path
+
+
+def rank_or_none(text):
+    """An argparse type: -1 (no rank) or a rank of this run, 0 .. WORLD_SIZE - 1."""
+    value, world_size = int(text), int(os.environ.get("WORLD_SIZE", 1))
+    if not -1 <= value < world_size:
+        raise argparse.ArgumentTypeError(f"must be -1 (none) or a rank of this run (0..{world_size - 1}), got {text}")
+    return value
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="rank 0 writes what every rank saw to this JSON file")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a collective may wait")
-    parser.add_argument("--fail-rank", type=int, default=-1, help="this rank raises on purpose (-1: none)")
-    args = parser.parse_args()
-    if args.timeout <= 0:
-        parser.error(f"--timeout must be positive, got {args.timeout}")
-    return args
+    parser.add_argument("--out", type=writable_file, help="rank 0 writes what every rank saw to this JSON file")
+    parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--fail-rank", type=rank_or_none, default=-1, help="this rank raises on purpose (-1: none)")
+    return parser.parse_args()
 
 
 def main():

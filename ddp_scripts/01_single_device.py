@@ -5,6 +5,8 @@
 
 import argparse
 import json
+import math
+import tempfile
 import time
 from pathlib import Path
 
@@ -13,22 +15,65 @@ import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 
 
+def positive_int(text):
+    """An argparse type: a whole number > 0. A bad value is a one-line error and exit code 2."""
+    value = int(text)  # not a whole number: argparse says "invalid positive_int value"
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text}")
+    return value
+
+
+def non_negative_int(text):
+    """An argparse type: a whole number >= 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
+def class_count(text):
+    """An argparse type: a number of classes, at least 2."""
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2, got {text}")
+    return value
+
+
+def positive_float(text):
+    """An argparse type: a finite number > 0. (A check `value <= 0` lets nan through: nan <= 0 is False.)"""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite positive number, got {text}")
+    return value
+
+
+def writable_file(text):
+    """An argparse type: a file we can create, checked at start-up, not after the training it would save."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text}: it is a folder")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {blocking} is a file, not a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}."):
+            pass  # a file can be created there (and is removed again)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {error.strerror or error}") from None
+    return path
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--dataset-size", type=int, default=1024, help="training samples")
-    parser.add_argument("--num-classes", type=int, default=10)
-    parser.add_argument("--lr", type=float, default=0.01)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, help="write the per-epoch metrics to this JSON file")
-    args = parser.parse_args()
-    for name in ("epochs", "batch_size", "dataset_size", "lr"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.num_classes < 2:
-        parser.error(f"--num-classes must be at least 2, got {args.num_classes}")
-    return args
+    parser.add_argument("--epochs", type=positive_int, default=3)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
+    parser.add_argument("--dataset-size", type=positive_int, default=1024, help="training samples")
+    parser.add_argument("--num-classes", type=class_count, default=10)
+    parser.add_argument("--lr", type=positive_float, default=0.01)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--out", type=writable_file, help="write the per-epoch metrics to this JSON file")
+    return parser.parse_args()
 
 
 def make_datasets(train_size, num_classes, seed):
@@ -54,15 +99,25 @@ class Model(nn.Module):
         return self.fc(self.conv2d(x).flatten(1))
 
 
-def train_one_epoch(model, loader, loss_fn, optimizer, device):
+def stop_if_not_finite(loss, model, epoch, step):
+    """Stop at the first nan or inf, before optimizer.step() writes it into the weights."""
+    gradients_finite = all(p.grad.isfinite().all() for p in model.parameters() if p.grad is not None)
+    if not (loss.isfinite() and gradients_finite):
+        what = "loss" if not loss.isfinite() else "gradients"
+        raise SystemExit(f"stopping: non-finite {what} at epoch {epoch}, step {step} "
+                         f"(loss {loss.item():.4g}); try a smaller --lr")
+
+
+def train_one_epoch(model, loader, loss_fn, optimizer, device, epoch):
     model.train()
     total_loss, correct, seen = 0.0, 0, 0
-    for images, labels in loader:
+    for step, (images, labels) in enumerate(loader):
         images, labels = images.to(device), labels.to(device)
         logits = model(images)
         loss = loss_fn(logits, labels)
         optimizer.zero_grad()
         loss.backward()
+        stop_if_not_finite(loss, model, epoch, step)
         optimizer.step()
         total_loss += loss.item() * len(labels)
         correct += (logits.argmax(1) == labels).sum().item()
@@ -94,7 +149,7 @@ def main():
     history = []
     for epoch in range(args.epochs):
         started = time.perf_counter()
-        loss, accuracy = train_one_epoch(model, train_loader, loss_fn, optimizer, device)
+        loss, accuracy = train_one_epoch(model, train_loader, loss_fn, optimizer, device, epoch)
         val_accuracy = evaluate(model, val_loader, device)
         history.append(dict(epoch=epoch, loss=loss, accuracy=accuracy, val_accuracy=val_accuracy,
                             seconds=time.perf_counter() - started))

@@ -8,7 +8,10 @@ import argparse
 import datetime
 import gc
 import json
+import math
 import os
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,27 +23,84 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 
+def positive_int(text):
+    """An argparse type: a whole number > 0. A bad value is a one-line error and exit code 2."""
+    value = int(text)  # not a whole number: argparse says "invalid positive_int value"
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text}")
+    return value
+
+
+def non_negative_int(text):
+    """An argparse type: a whole number >= 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
+def class_count(text):
+    """An argparse type: a number of classes, at least 2."""
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2, got {text}")
+    return value
+
+
+def positive_float(text):
+    """An argparse type: a finite number > 0. (A check `value <= 0` lets nan through: nan <= 0 is False.)"""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite positive number, got {text}")
+    return value
+
+
+def writable_file(text):
+    """An argparse type: a file we can create, checked at start-up, not after the training it would save."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text}: it is a folder")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {blocking} is a file, not a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}."):
+            pass  # a file can be created there (and is removed again)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {error.strerror or error}") from None
+    return path
+
+
+def rank_or_none(text):
+    """An argparse type: -1 (no rank) or a rank of this run, 0 .. WORLD_SIZE - 1."""
+    value, world_size = int(text), int(os.environ.get("WORLD_SIZE", 1))
+    if not -1 <= value < world_size:
+        raise argparse.ArgumentTypeError(f"must be -1 (none) or a rank of this run (0..{world_size - 1}), got {text}")
+    return value
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epochs", type=int, default=2, help="train until this many epochs are done")
-    parser.add_argument("--batch-size", type=int, default=32, help="per process")
-    parser.add_argument("--dataset-size", type=int, default=256, help="training samples")
-    parser.add_argument("--val-size", type=int, default=101, help="validation samples")
-    parser.add_argument("--num-classes", type=int, default=10)
-    parser.add_argument("--lr", type=float, default=0.01)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a collective may wait")
-    parser.add_argument("--checkpoint", type=Path, help="resume from this file if it exists; save to it each epoch")
+    parser.add_argument("--epochs", type=positive_int, default=2, help="train until this many epochs are done")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="per process")
+    parser.add_argument("--dataset-size", type=positive_int, default=256, help="training samples")
+    parser.add_argument("--val-size", type=positive_int, default=101, help="validation samples")
+    parser.add_argument("--num-classes", type=class_count, default=10)
+    parser.add_argument("--lr", type=positive_float, default=0.01)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--checkpoint", type=writable_file,
+                        help="resume from this file if it exists; save to it each epoch")
     parser.add_argument("--post-log", action="store_true", help="also log like the source post: every rank, every step")
     parser.add_argument("--trap", action="store_true",
                         help="demonstrate the bug: a collective inside `if rank == 0:` when saving")
-    parser.add_argument("--out", type=Path, help="rank 0 writes what the run measured to this JSON file")
+    parser.add_argument("--nan-rank", type=rank_or_none, default=-1,
+                        help="demonstrate: this rank's loss turns nan at its second step (-1: never)")
+    parser.add_argument("--out", type=writable_file, help="rank 0 writes what the run measured to this JSON file")
     args = parser.parse_args()
-    for name in ("epochs", "batch_size", "dataset_size", "val_size", "lr", "timeout"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.num_classes < 2:
-        parser.error(f"--num-classes must be at least 2, got {args.num_classes}")
+    if args.trap and not args.checkpoint:
+        parser.error("--trap happens when saving: pass --checkpoint too")
     return args
 
 
@@ -89,13 +149,65 @@ def global_mean(value, device):
     return total.item() / dist.get_world_size()
 
 
-def save_checkpoint(path, model, optimizer, epoch):
+# What makes a run this run: a checkpoint written with other values is refused, not mixed in.
+# (--epochs may grow: training on for longer is a continuation; so may the number of processes.)
+RUN_SETTINGS = ("dataset_size", "val_size", "num_classes", "batch_size", "lr", "seed")
+
+
+def exit_with_error(message):
+    """One line on stderr (from rank 0 only), exit code 2: bad input found before any work."""
+    if os.environ.get("RANK", "0") == "0":
+        print(f"{Path(sys.argv[0]).name}: error: {message}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def why_unreadable(error):
+    """A one-line reason. Never PyTorch's advice to retry with weights_only=False: that would run whatever
+    code the file holds."""
+    if isinstance(error, ValueError):  # our own check of the contents
+        return str(error)
+    if "weights only load failed" in str(error).lower():
+        return "it holds objects that weights_only=True does not load"
+    return f"damaged or cut short: {type(error).__name__}"
+
+
+def save_checkpoint(path, model, optimizer, epoch, settings):
     """Global rank 0 only. Write to a temporary file, then rename: a crash never leaves half a file."""
-    state = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), epoch=epoch)
+    state = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), epoch=epoch, settings=settings,
+                 world_size=dist.get_world_size())
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     torch.save(state, tmp)
     os.replace(tmp, path)  # atomic on POSIX and Windows
+
+
+def read_checkpoint(path, settings):
+    """The checkpoint to resume from (on the CPU), or None. Read before the process group forms, so a
+    damaged file or another run's checkpoint is a one-line error before any work."""
+    if path is None or not path.exists():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)  # load_state_dict copies to the device
+        if not isinstance(state, dict) or not {"model", "optimizer", "epoch", "settings"} <= state.keys():
+            raise ValueError("not a checkpoint of this script")
+    except Exception as error:
+        exit_with_error(f"not a valid checkpoint: {path} ({why_unreadable(error)}); delete it or pass another")
+    changed = [f"--{k.replace('_', '-')} {state['settings'].get(k)} there, {v} here"
+               for k, v in settings.items() if state["settings"].get(k) != v]
+    if changed:
+        exit_with_error(f"{path} belongs to a run with other settings ({'; '.join(changed)}): pass the same "
+                        "ones, or start fresh with another --checkpoint")
+    return state
+
+
+def stop_if_not_finite(loss, model, epoch, step):
+    """Stop at the first nan or inf, before optimizer.step() writes it into the weights. One rank's nan
+    is every rank's: backward all-reduced the gradients, so every rank stops here, at the same step."""
+    gradients_finite = all(p.grad.isfinite().all() for p in model.parameters() if p.grad is not None)
+    if not (loss.isfinite() and gradients_finite):
+        what = "loss" if not loss.isfinite() else "gradients (averaged over all ranks)"
+        raise SystemExit(f"[rank {dist.get_rank()}] stopping: non-finite {what} at epoch {epoch}, step {step} "
+                         f"(loss on this rank {loss.item():.4g}); try a smaller --lr")
 
 
 @torch.no_grad()
@@ -135,6 +247,8 @@ def evaluate(model, val_set, device):
 
 def main():
     args = parse_args()
+    settings = {name: getattr(args, name) for name in RUN_SETTINGS}
+    state = read_checkpoint(args.checkpoint, settings)  # before any work: a bad file is an error now
     device = setup_distributed(args.timeout)
     rank, world_size = dist.get_rank(), dist.get_world_size()
     try:
@@ -145,11 +259,11 @@ def main():
         model = Model(args.num_classes).to(device)
         optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
         start_epoch = 0
-        if args.checkpoint and args.checkpoint.exists():  # every rank loads, onto its own device
-            state = torch.load(args.checkpoint, map_location=device, weights_only=True)
+        if state:  # every rank loads the same file, onto its own device
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
             start_epoch = state["epoch"] + 1
+            del state
         ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
         loss_fn = nn.CrossEntropyLoss()
         if rank == 0:
@@ -167,8 +281,11 @@ def main():
                 images, labels = images.to(device), labels.to(device)
                 logits = ddp_model(images)
                 loss = loss_fn(logits, labels)
+                if rank == args.nan_rank and step == 1:  # the demonstration: one rank's loss turns nan
+                    loss = loss * float("nan")
                 optimizer.zero_grad()
                 loss.backward()
+                stop_if_not_finite(loss, ddp_model, epoch, step)
                 optimizer.step()
                 if args.post_log:  # the source post's log: every rank prints every step
                     print(f"data: {images.device}, model: {next(ddp_model.parameters()).device}\n"
@@ -195,7 +312,7 @@ def main():
                     if args.trap:  # WRONG: a collective only rank 0 calls; the others never join it
                         print("[rank 0] computing the validation accuracy for the checkpoint...", flush=True)
                         evaluate(model, val_set, device)
-                    save_checkpoint(args.checkpoint, model, optimizer, epoch)
+                    save_checkpoint(args.checkpoint, model, optimizer, epoch, settings)
                 dist.barrier()  # nobody reads or overwrites the checkpoint before it is complete
             if rank == 0:  # one log line per epoch, with numbers that describe all ranks
                 history.append(dict(epoch=epoch, loss=world["loss"], accuracy=world["accuracy"],

@@ -15,7 +15,9 @@ import datetime
 import gc
 import hashlib
 import json
+import math
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,22 +30,66 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 
+def positive_int(text):
+    """An argparse type: a whole number > 0. A bad value is a one-line error and exit code 2."""
+    value = int(text)  # not a whole number: argparse says "invalid positive_int value"
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text}")
+    return value
+
+
+def non_negative_int(text):
+    """An argparse type: a whole number >= 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
+def class_count(text):
+    """An argparse type: a number of classes, at least 2."""
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2, got {text}")
+    return value
+
+
+def positive_float(text):
+    """An argparse type: a finite number > 0. (A check `value <= 0` lets nan through: nan <= 0 is False.)"""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite positive number, got {text}")
+    return value
+
+
+def writable_file(text):
+    """An argparse type: a file we can create, checked at start-up, not after the training it would save."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text}: it is a folder")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {blocking} is a file, not a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}."):
+            pass  # a file can be created there (and is removed again)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {error.strerror or error}") from None
+    return path
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epochs", type=int, default=2, help="at least 2 shows the set_epoch control")
-    parser.add_argument("--batch-size", type=int, default=8, help="per process (b)")
-    parser.add_argument("--dataset-size", type=int, default=96, help="training samples")
-    parser.add_argument("--num-classes", type=int, default=10)
-    parser.add_argument("--lr", type=float, default=0.01, help="SGD's; Adam uses lr / 10")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a collective may wait")
-    parser.add_argument("--out", type=Path, help="rank 0 writes every comparison to this JSON file")
+    parser.add_argument("--epochs", type=positive_int, default=2, help="at least 2 shows the set_epoch control")
+    parser.add_argument("--batch-size", type=positive_int, default=8, help="per process (b)")
+    parser.add_argument("--dataset-size", type=positive_int, default=96, help="training samples")
+    parser.add_argument("--num-classes", type=class_count, default=10)
+    parser.add_argument("--lr", type=positive_float, default=0.01, help="SGD's; Adam uses lr / 10")
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--out", type=writable_file, help="rank 0 writes every comparison to this JSON file")
     args = parser.parse_args()
-    for name in ("epochs", "batch_size", "dataset_size", "lr", "timeout"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.num_classes < 2:
-        parser.error(f"--num-classes must be at least 2, got {args.num_classes}")
     world_size = int(os.environ.get("WORLD_SIZE", 1))
     if args.dataset_size < args.batch_size * world_size:
         parser.error(f"--dataset-size must be at least batch size x processes = {args.batch_size * world_size}")
@@ -145,6 +191,16 @@ def make_optimizer(name, params, lr):
     return torch.optim.Adam(params, lr=lr / 10)
 
 
+def stop_if_not_finite(loss, model, epoch, step):
+    """Stop at the first nan or inf, before optimizer.step() writes it into the weights. One rank's nan
+    is every rank's: backward all-reduced the gradients, so every rank stops here, at the same step."""
+    gradients_finite = all(p.grad.isfinite().all() for p in model.parameters() if p.grad is not None)
+    if not (loss.isfinite() and gradients_finite):
+        what = "loss" if not loss.isfinite() else "gradients (averaged over all ranks)"
+        raise SystemExit(f"[rank {dist.get_rank()}] stopping: non-finite {what} at epoch {epoch}, step {step} "
+                         f"(loss on this rank {loss.item():.4g}); try a smaller --lr")
+
+
 def experiment(args, device, train_set, optimizer="sgd", dtype=torch.float64, batch_norm=False, dropout=0.0,
                loss_sum=False, set_epoch=True, sync_bn=False):
     """Train with DDP on N ranks and, on rank 0, a plain copy on the global batches; compare."""
@@ -168,10 +224,11 @@ def experiment(args, device, train_set, optimizer="sgd", dtype=torch.float64, ba
         if set_epoch:
             sampler.set_epoch(epoch)
         orders.append(list(sampler))
-        for images, labels in loader:
+        for step, (images, labels) in enumerate(loader):
             loss = loss_fn(ddp_model(images.to(device, dtype)), labels.to(device))
             opt.zero_grad()
             loss.backward()
+            stop_if_not_finite(loss, ddp_model, epoch, step)
             if first_grads is None:
                 first_grads = flat(ddp_model.module, grads=True)
             opt.step()

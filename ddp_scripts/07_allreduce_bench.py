@@ -13,7 +13,9 @@ import argparse
 import datetime
 import gc
 import json
+import math
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,33 +26,72 @@ UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
 
 
 def size(text):
-    """'4096', '4K', '256M', '1G' -> bytes."""
+    """An argparse type: '4096', '4K', '256M', '1G' -> a positive number of bytes."""
     text = text.strip().upper().removesuffix("B").removesuffix("I")
     unit = text[-1] if text and text[-1] in UNITS else ""
     try:
-        value = int(float(text[:len(text) - len(unit)]) * UNITS[unit])
-    except ValueError:
+        value = int(float(text[:len(text) - len(unit)]) * UNITS[unit])  # nan and inf raise here too
+    except (ValueError, OverflowError):
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 4096, 4K, 256M)") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
     return value
 
 
+def positive_int(text):
+    """An argparse type: a whole number > 0. A bad value is a one-line error and exit code 2."""
+    value = int(text)  # not a whole number: argparse says "invalid positive_int value"
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text}")
+    return value
+
+
+def non_negative_int(text):
+    """An argparse type: a whole number >= 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
+def positive_float(text):
+    """An argparse type: a finite number > 0. (A check `value <= 0` lets nan through: nan <= 0 is False.)"""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite positive number, got {text}")
+    return value
+
+
+def writable_file(text):
+    """An argparse type: a file we can create, checked at start-up, not after the training it would save."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text}: it is a folder")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {blocking} is a file, not a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}."):
+            pass  # a file can be created there (and is removed again)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {error.strerror or error}") from None
+    return path
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--min-bytes", type=size, default=size("4K"), help="smallest message, e.g. 4K")
     parser.add_argument("--max-bytes", type=size, default=size("256M"), help="largest message, e.g. 256M")
-    parser.add_argument("--iters", type=int, default=20, help="timed all-reduces per size")
-    parser.add_argument("--warmup", type=int, default=5, help="untimed all-reduces per size")
+    parser.add_argument("--iters", type=positive_int, default=20, help="timed all-reduces per size")
+    parser.add_argument("--warmup", type=non_negative_int, default=5, help="untimed all-reduces per size")
     parser.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto",
                         help="auto: nccl where CUDA exists, gloo otherwise")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a collective may wait")
-    parser.add_argument("--out", type=Path, help="rank 0 writes the table to this JSON file")
+    parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--out", type=writable_file, help="rank 0 writes the table to this JSON file")
     args = parser.parse_args()
     if args.min_bytes > args.max_bytes:
         parser.error(f"--min-bytes ({args.min_bytes}) must not exceed --max-bytes ({args.max_bytes})")
-    if args.iters <= 0 or args.warmup < 0 or args.timeout <= 0:
-        parser.error("--iters and --timeout must be positive, --warmup not negative")
     if args.backend == "nccl" and not torch.cuda.is_available():
         parser.error("--backend nccl needs CUDA")
     return args

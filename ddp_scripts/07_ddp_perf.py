@@ -12,7 +12,9 @@ import argparse
 import datetime
 import gc
 import json
+import math
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,36 +26,79 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 
 def number_list(kind):
+    """An argparse type: positive numbers separated by commas, e.g. '1,2' or '0.1,25'."""
     def parse(text):
-        values = [kind(v) for v in text.split(",") if v.strip()]
-        if not values or min(values) <= 0:
+        try:
+            values = [kind(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            values = []
+        if not values or not all(math.isfinite(v) and v > 0 for v in values):
             raise argparse.ArgumentTypeError(f"expected positive numbers separated by commas, got {text!r}")
         return values
     return parse
 
 
+def positive_int(text):
+    """An argparse type: a whole number > 0. A bad value is a one-line error and exit code 2."""
+    value = int(text)  # not a whole number: argparse says "invalid positive_int value"
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text}")
+    return value
+
+
+def non_negative_int(text):
+    """An argparse type: a whole number >= 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
+def positive_float(text):
+    """An argparse type: a finite number > 0. (A check `value <= 0` lets nan through: nan <= 0 is False.)"""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite positive number, got {text}")
+    return value
+
+
+def writable_file(text):
+    """An argparse type: a file we can create, checked at start-up, not after the training it would save."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text}: it is a folder")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {blocking} is a file, not a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}."):
+            pass  # a file can be created there (and is removed again)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {error.strerror or error}") from None
+    return path
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--batch-size", type=int, default=64, help="per process, for the scaling runs")
-    parser.add_argument("--steps", type=int, default=10, help="timed steps per measurement")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed steps before each measurement")
+    parser.add_argument("--batch-size", type=positive_int, default=64, help="per process, for the scaling runs")
+    parser.add_argument("--steps", type=positive_int, default=10, help="timed steps per measurement")
+    parser.add_argument("--warmup", type=non_negative_int, default=2, help="untimed steps before each measurement")
     parser.add_argument("--threads", type=number_list(int), default=[1], help="CPU threads per process, e.g. 1,2")
-    parser.add_argument("--width", type=int, default=512, help="hidden width of the MLP")
+    parser.add_argument("--width", type=positive_int, default=512, help="hidden width of the MLP")
     parser.add_argument("--bucket-caps", type=number_list(float), default=[0.001, 0.01, 0.1, 1.0, 25.0],
                         help="bucket_cap_mb values to sweep (DDP only)")
-    parser.add_argument("--small-layers", type=int, default=100, help="layers of the many-small-tensors model")
-    parser.add_argument("--accumulate", type=int, default=8, help="micro-steps per optimizer step (no_sync)")
-    parser.add_argument("--micro-batch", type=int, default=16, help="samples per process per micro-step")
-    parser.add_argument("--data-parallel", type=int, default=0, help="also time nn.DataParallel on N GPUs")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a collective may wait")
-    parser.add_argument("--out", type=Path, help="rank 0 writes every measurement to this JSON file")
+    parser.add_argument("--small-layers", type=positive_int, default=100, help="layers of the many-small-tensors model")
+    parser.add_argument("--accumulate", type=positive_int, default=8, help="micro-steps per optimizer step (no_sync)")
+    parser.add_argument("--micro-batch", type=positive_int, default=16, help="samples per process per micro-step")
+    parser.add_argument("--data-parallel", type=non_negative_int, default=0, help="also time nn.DataParallel on N GPUs")
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--out", type=writable_file, help="rank 0 writes every measurement to this JSON file")
     args = parser.parse_args()
-    for name in ("batch_size", "steps", "width", "small_layers", "accumulate", "micro_batch", "timeout"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.warmup < 0 or args.data_parallel < 0:
-        parser.error("--warmup and --data-parallel must not be negative")
+    if args.data_parallel > torch.cuda.device_count():
+        parser.error(f"--data-parallel {args.data_parallel} needs that many GPUs; this machine has "
+                     f"{torch.cuda.device_count()}")
     return args
 
 

@@ -10,7 +10,10 @@ import datetime
 import gc
 import hashlib
 import json
+import math
 import os
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,27 +26,86 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 
+def positive_int(text):
+    """An argparse type: a whole number > 0. A bad value is a one-line error and exit code 2."""
+    value = int(text)  # not a whole number: argparse says "invalid positive_int value"
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text}")
+    return value
+
+
+def non_negative_int(text):
+    """An argparse type: a whole number >= 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
+def class_count(text):
+    """An argparse type: a number of classes, at least 2."""
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2, got {text}")
+    return value
+
+
+def positive_float(text):
+    """An argparse type: a finite number > 0. (A check `value <= 0` lets nan through: nan <= 0 is False.)"""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite positive number, got {text}")
+    return value
+
+
+def writable_file(text):
+    """An argparse type: a file we can create, checked at start-up, not after the training it would save."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text}: it is a folder")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {blocking} is a file, not a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}."):
+            pass  # a file can be created there (and is removed again)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {error.strerror or error}") from None
+    return path
+
+
+def writable_folder(text):
+    """An argparse type: a folder we can create files in, checked at start-up."""
+    path = Path(text)
+    blocking = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+    if blocking:
+        raise argparse.ArgumentTypeError(f"cannot write to {text}: {blocking} is a file, not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".probe."):
+            pass  # a file can be created there (and is removed again)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot write to {text}: {error.strerror or error}") from None
+    return path
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=32, help="per process")
-    parser.add_argument("--dataset-size", type=int, default=1024, help="training samples")
-    parser.add_argument("--num-classes", type=int, default=10)
-    parser.add_argument("--lr", type=float, default=0.01)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a collective may wait")
-    parser.add_argument("--snapshot-dir", type=Path, default=Path("snapshot"),
+    parser.add_argument("--epochs", type=positive_int, default=3)
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="per process")
+    parser.add_argument("--dataset-size", type=positive_int, default=1024, help="training samples")
+    parser.add_argument("--num-classes", type=class_count, default=10)
+    parser.add_argument("--lr", type=positive_float, default=0.01)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--snapshot-dir", type=writable_folder, default="snapshot",
                         help="where snapshot.pt lives; storage that every node can read")
     parser.add_argument("--fail-at-step", type=int, default=-1,
                         help="inject a fault (once) before this global step; -1: never")
     parser.add_argument("--fail-rank", type=int, default=1, help="the global rank that fails")
-    parser.add_argument("--out", type=Path, help="rank 0 writes the metrics and a parameter hash here")
+    parser.add_argument("--out", type=writable_file, help="rank 0 writes the metrics and a parameter hash here")
     args = parser.parse_args()
-    for name in ("epochs", "batch_size", "dataset_size", "lr", "timeout"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.num_classes < 2:
-        parser.error(f"--num-classes must be at least 2, got {args.num_classes}")
     if args.fail_at_step < -1:
         parser.error(f"--fail-at-step must be -1 (never) or a step number, got {args.fail_at_step}")
     world_size = int(os.environ.get("WORLD_SIZE", 1))
@@ -101,40 +163,103 @@ def setup_distributed(timeout_s):
     return device
 
 
-def save_snapshot(path, model, optimizer, epoch, step, history, device):
-    """Everything needed to continue exactly: written by rank 0, atomically; the others wait."""
+# What makes a run this run: a snapshot written with other values is refused, not mixed in.
+# (--epochs may grow: training on for longer is a continuation. The world size may change: see restore.)
+RUN_SETTINGS = ("dataset_size", "num_classes", "batch_size", "lr", "seed")
+SNAPSHOT_KEYS = {"model", "optimizer", "epoch", "step", "rng", "history", "world_size", "settings"}
+
+
+def exit_with_error(message):
+    """One line on stderr (from rank 0 only), exit code 2: bad input found before any work."""
+    if os.environ.get("RANK", "0") == "0":
+        print(f"{Path(sys.argv[0]).name}: error: {message}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def why_unreadable(error):
+    """A one-line reason. Never PyTorch's advice to retry with weights_only=False: that would run whatever
+    code the file holds."""
+    if isinstance(error, ValueError):  # our own check of the contents
+        return str(error)
+    if "weights only load failed" in str(error).lower():
+        return "it holds objects that weights_only=True does not load"
+    return f"damaged or cut short: {type(error).__name__}"
+
+
+def save_snapshot(folder, model, optimizer, epoch, step, history, device, settings):
+    """Everything needed to continue exactly: written by rank 0, atomically; the others wait. The
+    previous snapshot is kept as snapshot.prev.pt, so one damaged file never blocks a restart."""
     rng = {"cpu": torch.get_rng_state()}
     if device.type == "cuda":
         rng["cuda"] = torch.cuda.get_rng_state(device)
     rng_per_rank = [None] * dist.get_world_size()
     dist.all_gather_object(rng_per_rank, rng)  # every rank's random stream, not only rank 0's
     if dist.get_rank() == 0:
-        snapshot = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), epoch=epoch,
-                        step=step, sampler_epoch=epoch, rng=rng_per_rank, history=history,
-                        world_size=dist.get_world_size())
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        snapshot = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), epoch=epoch, step=step,
+                        rng=rng_per_rank, history=history, world_size=dist.get_world_size(), settings=settings)
+        path, tmp = folder / "snapshot.pt", folder / "snapshot.tmp"
         torch.save(snapshot, tmp)
-        os.replace(tmp, path)  # atomic: a crash leaves the old snapshot or the new one, never half
+        if path.exists():
+            os.replace(path, folder / "snapshot.prev.pt")  # the last good one stays
+        os.replace(tmp, path)  # atomic: a crash leaves a complete snapshot, never half of one
     dist.barrier()  # nobody runs ahead before the snapshot is on disk
 
 
-def load_snapshot(path, model, optimizer, device):
-    """Restore the snapshot if there is one; returns (next epoch, global step, history)."""
-    if not path.exists():
+def read_snapshot(folder, settings):
+    """The newest valid snapshot in folder (on the CPU), or None to start fresh. Called before the process
+    group forms, so a damaged file or another run's snapshot is a one-line error before any work."""
+    damaged = []
+    for path in (folder / "snapshot.pt", folder / "snapshot.prev.pt"):
+        if not path.exists():
+            continue
+        try:
+            snapshot = torch.load(path, map_location="cpu", weights_only=True)
+            if not isinstance(snapshot, dict) or not SNAPSHOT_KEYS <= snapshot.keys():
+                raise ValueError("not a snapshot of this script")
+        except Exception as error:  # damaged, truncated, or not ours: try the one before it
+            damaged.append(f"{path} ({why_unreadable(error)})")
+            if os.environ.get("RANK", "0") == "0":
+                print(f"not a valid snapshot: {damaged[-1]}"
+                      + ("; trying the one before it" if path.name == "snapshot.pt" else ""), flush=True)
+            continue
+        changed = [f"--{k.replace('_', '-')} {snapshot['settings'].get(k)} there, {v} here"
+                   for k, v in settings.items() if snapshot["settings"].get(k) != v]
+        if changed:
+            exit_with_error(f"{path} belongs to a run with other settings ({'; '.join(changed)}): "
+                            f"pass the same ones, or start fresh with another --snapshot-dir")
+        return snapshot
+    if damaged:
+        exit_with_error(f"no valid snapshot in {folder}: {', '.join(damaged)}; delete them or pass another "
+                        "--snapshot-dir")
+    return None
+
+
+def restore(snapshot, model, optimizer, device):
+    """Continue from a snapshot (or from scratch: None); returns (next epoch, global step, history)."""
+    if snapshot is None:
         return 0, 0, []
-    snapshot = torch.load(path, map_location=device, weights_only=True)
     model.load_state_dict(snapshot["model"])
-    optimizer.load_state_dict(snapshot["optimizer"])
+    optimizer.load_state_dict(snapshot["optimizer"])  # moves the momentum buffers to the model's device
     if snapshot["world_size"] == dist.get_world_size():  # same world: continue each rank's stream
         rng = snapshot["rng"][dist.get_rank()]
-        torch.set_rng_state(rng["cpu"].cpu())
+        torch.set_rng_state(rng["cpu"])
         if device.type == "cuda" and "cuda" in rng:
-            torch.cuda.set_rng_state(rng["cuda"].cpu(), device)
-    elif dist.get_rank() == 0:
-        print(f"world size changed ({snapshot['world_size']} -> {dist.get_world_size()}): "
-              "the data order and random streams differ from an uninterrupted run", flush=True)
-    return snapshot["sampler_epoch"], snapshot["step"], snapshot["history"]
+            torch.cuda.set_rng_state(rng["cuda"], device)
+    elif dist.get_rank() == 0:  # an elastic restart with fewer or more processes: correct, not identical
+        print(f"world size changed ({snapshot['world_size']} -> {dist.get_world_size()}): continuing from "
+              f"epoch {snapshot['epoch']} with the new sharding and effective batch size; the data order and "
+              "random streams differ from an uninterrupted run", flush=True)
+    return snapshot["epoch"], snapshot["step"], snapshot["history"]
+
+
+def stop_if_not_finite(loss, model, epoch, step):
+    """Stop at the first nan or inf, before optimizer.step() writes it into the weights. One rank's nan
+    is every rank's: backward all-reduced the gradients, so every rank stops here, at the same step."""
+    gradients_finite = all(p.grad.isfinite().all() for p in model.parameters() if p.grad is not None)
+    if not (loss.isfinite() and gradients_finite):
+        what = "loss" if not loss.isfinite() else "gradients (averaged over all ranks)"
+        raise SystemExit(f"[rank {dist.get_rank()}] stopping: non-finite {what} at epoch {epoch}, step {step} "
+                         f"(loss on this rank {loss.item():.4g}); try a smaller --lr")
 
 
 def parameter_hash(model):
@@ -157,6 +282,8 @@ def evaluate(model, loader, device):
 @record  # if this process dies of an exception, torchrun's failure report shows it
 def main():
     args = parse_args()
+    settings = {name: getattr(args, name) for name in RUN_SETTINGS}
+    snapshot = read_snapshot(args.snapshot_dir, settings)  # before any work: a bad file is an error now
     device = setup_distributed(args.timeout)
     rank, world_size = dist.get_rank(), dist.get_world_size()
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", 0))  # 0, then 1 after a restart, ...
@@ -168,8 +295,8 @@ def main():
     model = Model(args.num_classes).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     torch.manual_seed(args.seed + 1000 * rank)  # a different augmentation stream per rank
-    snapshot_path = args.snapshot_dir / "snapshot.pt"
-    start_epoch, step, history = load_snapshot(snapshot_path, model, optimizer, device)
+    start_epoch, step, history = restore(snapshot, model, optimizer, device)
+    del snapshot  # its tensors are copied into the model and optimizer
     ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
     loss_fn = nn.CrossEntropyLoss()
     if rank == 0:
@@ -196,6 +323,7 @@ def main():
                 loss = loss_fn(logits, labels)
                 optimizer.zero_grad()
                 loss.backward()
+                stop_if_not_finite(loss, ddp_model, epoch, step)
                 optimizer.step()
                 step += 1
                 totals += torch.tensor([loss.item() * len(labels), (logits.argmax(1) == labels).sum().item(),
@@ -204,7 +332,7 @@ def main():
             history.append(dict(epoch=epoch, attempt=attempt, loss=(totals[0] / totals[2]).item(),
                                 accuracy=(totals[1] / totals[2]).item(),
                                 val_accuracy=evaluate(model, val_loader, device) if rank == 0 else None))
-            save_snapshot(snapshot_path, model, optimizer, epoch + 1, step, history, device)
+            save_snapshot(args.snapshot_dir, model, optimizer, epoch + 1, step, history, device, settings)
             if rank == 0:
                 h = history[-1]
                 print(f"epoch {epoch}  step {step}  loss {h['loss']:.4f}  accuracy {h['accuracy']:.1%}  "

@@ -12,6 +12,7 @@ import argparse
 import datetime
 import gc
 import json
+import math
 import os
 import tempfile
 import time
@@ -25,18 +26,40 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 BUGS = ("none", "straggler", "rank0-only", "shape", "unused")
 
 
+def positive_float(text):
+    """An argparse type: a finite number > 0. (A check `value <= 0` lets nan through: nan <= 0 is False.)"""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite positive number, got {text}")
+    return value
+
+
+def writable_file(text):
+    """An argparse type: a file we can create, checked at start-up, not after the training it would save."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text}: it is a folder")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {blocking} is a file, not a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}."):
+            pass  # a file can be created there (and is removed again)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {error.strerror or error}") from None
+    return path
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bug", choices=BUGS, default="none", help="which mistake to make (none: run correctly)")
     parser.add_argument("--monitored", action="store_true", help="check in at a monitored_barrier first")
     parser.add_argument("--backend", choices=("auto", "gloo"), default="auto",
                         help="auto: NCCL on GPUs, else gloo; gloo: always gloo (the lesson shows its messages)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a collective may wait")
-    parser.add_argument("--out", type=Path, help="rank 0 writes what it did to this JSON file")
-    args = parser.parse_args()
-    if args.timeout <= 0:
-        parser.error(f"--timeout must be positive, got {args.timeout}")
-    return args
+    parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--out", type=writable_file, help="rank 0 writes what it did to this JSON file")
+    return parser.parse_args()
 
 
 def setup_distributed(backend_choice, timeout_s):

@@ -32,6 +32,7 @@ KNOWN_PARAMETERS = {
     "replicas": int,  # model copies in the hand-built DataParallel step
     "bench_steps": int,  # timed steps of a measurement
     "bench_batch_size": int,  # samples per step of a measurement
+    "check_timings": bool,  # also assert timing claims (make bench); off by default: a busy machine says nothing
 }
 
 WRITEFILE = re.compile(r"%%writefile\s+(\S+)\s*\n")
@@ -102,6 +103,22 @@ def test_relative_paths_only(path):
         assert not ABSOLUTE_PATH.search(text), f"absolute path in {path.name}: {ABSOLUTE_PATH.search(text)[0]}"
         if cell["cell_type"] == "code":
             assert not fixed_ports(text), f"never a fixed port 29500: {fixed_ports(text)}"
+
+
+def lesson_code(cell):
+    """A code cell as Python: shell (!) and magic (%) lines become `pass`; %%writefile cells are scripts."""
+    text = source(cell)
+    if cell["cell_type"] != "code" or text.startswith("%%"):
+        return ""
+    return "\n".join("pass" if line.lstrip().startswith(("!", "%")) else line for line in text.splitlines())
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=IDS)
+def test_every_assert_explains_itself(path):
+    """A failing assert in a log must say what was measured: `assert x == y, (x, y)`, never a bare `assert`."""
+    bare = [f"cell {i}: {ast.unparse(node)[:100]}" for i, cell in enumerate(cells(path))
+            for node in ast.walk(ast.parse(lesson_code(cell))) if isinstance(node, ast.Assert) and node.msg is None]
+    assert not bare, "give these asserts a message with the measured values:\n" + "\n".join(bare)
 
 
 def writefile_cells():

@@ -1,10 +1,14 @@
 """Every script in ddp_scripts/ runs under torchrun with 1, 2 and 3 processes on a dataset size that
 does not divide evenly, and rejects bad arguments with a one-line error and exit code 2."""
 
+import datetime
+import importlib.util
 import json
+import re
 import sys
 
 import pytest
+import torch
 from conftest import SCRIPTS, run
 
 # How each script is exercised (every ddp_scripts/*.py needs an entry; a test checks it):
@@ -12,34 +16,26 @@ from conftest import SCRIPTS, run
 #   out    True: the script takes --out FILE and must write JSON there
 #   nprocs the process counts to launch with (default 1, 2 and 3; () for single-process scripts,
 #          which then run once with plain python)
-#   bad    arguments the script must reject: exit code 2, one line of error, no traceback
 CASES = {
-    "00_hello_ranks.py": dict(args=[], out=True, bad=["--timeout", "0"]),
-    "01_single_device.py": dict(args=["--epochs", "1", "--dataset-size", "101"], out=True, nprocs=(),
-                                bad=["--epochs", "0"]),
-    "04_ddp_train.py": dict(args=["--epochs", "2", "--dataset-size", "101"], out=True,
-                            bad=["--batch-size", "-1"]),
+    "00_hello_ranks.py": dict(args=[], out=True),
+    "01_single_device.py": dict(args=["--epochs", "1", "--dataset-size", "101"], out=True, nprocs=()),
+    "04_ddp_train.py": dict(args=["--epochs", "2", "--dataset-size", "101"], out=True),
     # --- lessons 02, 03 ---
-    "02_show_ranks.py": dict(args=[], out=True, bad=["--timeout", "0"]),
-    "03_data_parallel.py": dict(args=["--epochs", "1", "--dataset-size", "101"], out=True, nprocs=(),
-                                bad=["--batch-size", "0"]),
+    "02_show_ranks.py": dict(args=[], out=True),
+    "03_data_parallel.py": dict(args=["--epochs", "1", "--dataset-size", "101"], out=True, nprocs=()),
     # --- lesson 05 ---
     "05_rank_aware.py": dict(args=["--epochs", "2", "--dataset-size", "101", "--val-size", "31",
-                                   "--checkpoint", "ckpt.pt"], out=True, bad=["--val-size", "0"]),
+                                   "--checkpoint", "ckpt.pt"], out=True),
     # --- lessons 06, 07 ---
-    "06_ddp_equals_large_batch.py": dict(args=["--epochs", "1", "--dataset-size", "101"], out=True,
-                                         bad=["--epochs", "0"]),
-    "07_allreduce_bench.py": dict(args=["--max-bytes", "64K", "--iters", "2", "--warmup", "1"], out=True,
-                                  bad=["--max-bytes", "3x"]),
+    "06_ddp_equals_large_batch.py": dict(args=["--epochs", "1", "--dataset-size", "101"], out=True),
+    "07_allreduce_bench.py": dict(args=["--max-bytes", "64K", "--iters", "2", "--warmup", "1"], out=True),
     "07_ddp_perf.py": dict(args=["--steps", "2", "--warmup", "1", "--width", "64", "--batch-size", "8",
-                                 "--small-layers", "10", "--accumulate", "2", "--threads", "1"], out=True,
-                           bad=["--steps", "0"]),
+                                 "--small-layers", "10", "--accumulate", "2", "--threads", "1"], out=True),
     # --- lessons 08, 09 ---
-    "08_elastic_train.py": dict(args=["--epochs", "2", "--dataset-size", "101"], out=True,
-                                bad=["--fail-at-step", "-2"]),
-    "09_collective_bugs.py": dict(args=[], out=True, bad=["--timeout", "0"]),
+    "08_elastic_train.py": dict(args=["--epochs", "2", "--dataset-size", "101"], out=True),
+    "09_collective_bugs.py": dict(args=[], out=True),
     # --- lesson 10 ---
-    "10_node_report.py": dict(args=[], out=True, bad=["--timeout", "0"]),
+    "10_node_report.py": dict(args=[], out=True),
 }
 
 LAUNCHES = [(name, n) for name, case in sorted(CASES.items()) for n in case.get("nprocs", (1, 2, 3))]
@@ -77,10 +73,175 @@ def test_runs_as_plain_python(name, tmp_path):
     _check(run([sys.executable, *_command(name, tmp_path)], cwd=tmp_path), name, tmp_path)
 
 
+# Bad input a learner can type, for every script: each must be refused before any work, in one line
+# (argparse's "NAME: error: ..."), with exit code 2. BLOCKED_OUT is replaced by a path under a file,
+# which cannot be created even as root.
+COMMON_BAD = {
+    "--timeout": (["nan"], ["inf"], ["0"], ["-5"], ["soon"]),
+    "--out": (["BLOCKED_OUT"], ["."]),
+    "--epochs": (["0"], ["1.5"]),
+    "--batch-size": (["-1"],),
+    "--dataset-size": (["0"],),
+    "--lr": (["nan"], ["inf"], ["-0.1"], ["0"]),
+    "--num-classes": (["1"],),
+    "--seed": (["-1"],),
+}
+SPECIFIC_BAD = {
+    "00_hello_ranks.py": [["--fail-rank", "3"], ["--fail-rank", "-2"]],
+    "05_rank_aware.py": [["--val-size", "0"], ["--trap"], ["--nan-rank", "1"], ["--checkpoint", "BLOCKED_OUT"]],
+    "06_ddp_equals_large_batch.py": [["--dataset-size", "4", "--batch-size", "8"]],
+    "07_allreduce_bench.py": [["--max-bytes", "3x"], ["--max-bytes", "inf"], ["--min-bytes", "nan"],
+                              ["--min-bytes", "8M", "--max-bytes", "4K"], ["--iters", "0"], ["--warmup", "-1"]],
+    "07_ddp_perf.py": [["--steps", "0"], ["--threads", "0"], ["--bucket-caps", "nan"], ["--bucket-caps", "1,inf"],
+                       ["--threads", "1,x"], ["--data-parallel", "99"], ["--warmup", "-1"]],
+    "08_elastic_train.py": [["--fail-at-step", "-2"], ["--fail-at-step", "3", "--fail-rank", "1"],
+                            ["--snapshot-dir", "BLOCKED_OUT"]],
+    "09_collective_bugs.py": [["--bug", "typo"]],
+}
+
+
+def _options(name):
+    text = (SCRIPTS / name).read_text()
+    return [option for option in COMMON_BAD if f'"{option}"' in text]
+
+
+BAD = [(name, [option, *values]) for name in sorted(CASES) for option in _options(name)
+       for values in COMMON_BAD[option]] + [(name, args) for name, cases in SPECIFIC_BAD.items() for args in cases]
+
+
+def test_every_script_refuses_something():
+    assert {name for name, _ in BAD} == set(CASES), "every script needs bad-argument cases"
+
+
+def _load(name):
+    """Import a script as a module (its main() does not run), to call its parse_args() in this process."""
+    spec = importlib.util.spec_from_file_location(name[:-3], SCRIPTS / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name,bad", BAD, ids=[f"{n}:{' '.join(b)}" for n, b in BAD])
+def test_bad_arguments_give_one_line_error(name, bad, tmp_path, monkeypatch, capsys):
+    """In this process, for speed: the script's own parse_args() on the bad arguments."""
+    (tmp_path / "a_file").write_text("")
+    bad = [str(tmp_path / "a_file" / "out.json") if arg == "BLOCKED_OUT" else arg for arg in bad]
+    monkeypatch.chdir(tmp_path)
+    for variable in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setattr(sys, "argv", [name, *bad])
+    with pytest.raises(SystemExit) as exited:
+        _load(name).parse_args()
+    captured = capsys.readouterr()
+    assert exited.value.code == 2, (exited.value.code, captured.err)
+    assert captured.err.strip().splitlines()[-1].startswith(f"{name}: error: "), captured.err
+    assert captured.out == "", captured.out
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_bad_arguments_give_one_line_error(name, tmp_path):
-    result = run([sys.executable, str(SCRIPTS / name), *CASES[name]["bad"]], cwd=tmp_path, timeout=60)
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    assert "Traceback" not in result.stderr
+def test_bad_argument_stops_the_script_before_any_work(name, tmp_path):
+    """As a learner runs it: exit code 2, one line of error after the usage, no traceback, no output."""
+    (tmp_path / "a_file").write_text("")
+    option = "--out" if "--out" in _options(name) else _options(name)[0]
+    bad = [option, str(tmp_path / "a_file" / "out.json") if option == "--out" else COMMON_BAD[option][0][0]]
+    result = run([sys.executable, str(SCRIPTS / name), *bad], cwd=tmp_path, timeout=60)
+    assert result.returncode == 2, (result.returncode, result.stdout[-2000:], result.stderr[-2000:])
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(f"{name}: error: argument {option}: "), result.stderr
+    assert result.stdout == "", f"no work before the error: {result.stdout[-2000:]}"
+
+
+# A loss that turns nan or inf stops the run with a message naming the epoch and the step. --lr 1e6 makes
+# the loss of these small runs overflow within a few steps.
+DIVERGING = {
+    "01_single_device.py": ["--dataset-size", "256", "--epochs", "2"],
+    "03_data_parallel.py": ["--dataset-size", "256", "--epochs", "2"],
+    "04_ddp_train.py": ["--dataset-size", "256", "--epochs", "2"],
+    "05_rank_aware.py": ["--dataset-size", "256", "--epochs", "2"],
+    "06_ddp_equals_large_batch.py": ["--dataset-size", "96", "--epochs", "2"],
+    "08_elastic_train.py": ["--dataset-size", "256", "--epochs", "2", "--snapshot-dir", "snap"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DIVERGING))
+def test_non_finite_loss_stops_the_run(name, tmp_path):
+    result = run([sys.executable, str(SCRIPTS / name), *DIVERGING[name], "--lr", "1e6", "--out", "out.json"],
+                 cwd=tmp_path, timeout=120)
+    assert result.returncode == 1, (result.returncode, result.stdout[-2000:], result.stderr[-3000:])
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"{name}: error: "), last
+    assert re.search(r"stopping: non-finite (loss|gradients).* at epoch \d+, step \d+ ", last), last
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert not (tmp_path / "out.json").exists(), "no results from a diverged run"
+
+
+def test_one_ranks_nan_stops_every_rank_at_the_same_step(tmp_path):
+    cmd = ["torchrun", "--standalone", "--nproc_per_node=3", "--monitor-interval", "2",
+           str(SCRIPTS / "05_rank_aware.py"), "--epochs", "1", "--dataset-size", "192", "--nan-rank", "2"]
+    result = run(cmd, cwd=tmp_path)
+    stops = sorted(line for line in result.stderr.splitlines() if "stopping: non-finite" in line)
+    assert result.returncode != 0 and len(stops) == 3, result.stderr[-4000:]
+    assert all("at epoch 0, step 1 " in line for line in stops), stops
+    assert [("non-finite loss" in line) for line in stops] == [False, False, True], stops
+
+
+# Checkpoints and snapshots: a damaged file is one line and exit code 2 (never PyTorch's advice to retry
+# with weights_only=False); another run's file is refused; lesson 08 falls back to the snapshot before.
+def _train(name, tmp_path, *args):
+    return run([sys.executable, str(SCRIPTS / name), "--dataset-size", "64", *args], cwd=tmp_path, timeout=120)
+
+
+def _one_line_error(result, *fragments):
+    assert result.returncode == 2, (result.returncode, result.stdout[-2000:], result.stderr[-3000:])
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert all(fragment in lines[0] for fragment in fragments), lines[0]
+    assert "weights_only=False" not in result.stderr + result.stdout
+
+
+def test_damaged_checkpoint_is_one_line(tmp_path):
+    assert _train("05_rank_aware.py", tmp_path, "--epochs", "1", "--checkpoint", "ckpt.pt").returncode == 0
+    good = (tmp_path / "ckpt.pt").read_bytes()
+    for damaged in (good[: len(good) // 2], b"", b"not a checkpoint at all"):
+        (tmp_path / "ckpt.pt").write_bytes(damaged)
+        result = _train("05_rank_aware.py", tmp_path, "--epochs", "2", "--checkpoint", "ckpt.pt")
+        _one_line_error(result, "not a valid checkpoint: ckpt.pt", "delete it or pass another")
+    torch.save({"model": {}, "when": datetime.datetime.now()}, tmp_path / "ckpt.pt")  # not plain tensors
+    result = _train("05_rank_aware.py", tmp_path, "--epochs", "2", "--checkpoint", "ckpt.pt")
+    _one_line_error(result, "not a valid checkpoint", "weights_only=True does not load")
+
+
+def test_another_runs_checkpoint_is_refused(tmp_path):
+    assert _train("05_rank_aware.py", tmp_path, "--epochs", "1", "--checkpoint", "ckpt.pt").returncode == 0
+    before = (tmp_path / "ckpt.pt").read_bytes()
+    result = _train("05_rank_aware.py", tmp_path, "--epochs", "2", "--checkpoint", "ckpt.pt", "--lr", "0.05")
+    _one_line_error(result, "belongs to a run with other settings", "--lr 0.01 there, 0.05 here")
+    assert (tmp_path / "ckpt.pt").read_bytes() == before
+    longer = _train("05_rank_aware.py", tmp_path, "--epochs", "2", "--checkpoint", "ckpt.pt", "--out", "out.json")
+    assert longer.returncode == 0, longer.stderr[-3000:]  # more epochs: a continuation
+    assert json.loads((tmp_path / "out.json").read_text())["start_epoch"] == 1
+
+
+def test_another_runs_snapshot_is_refused(tmp_path):
+    """The exact case found by hand: --epochs 2 --dataset-size 64, then other settings in the same folder."""
+    first = run([sys.executable, str(SCRIPTS / "08_elastic_train.py"), "--epochs", "2", "--dataset-size", "64"],
+                cwd=tmp_path, timeout=120)
+    assert first.returncode == 0, first.stderr[-3000:]
+    result = run([sys.executable, str(SCRIPTS / "08_elastic_train.py"), "--epochs", "3", "--dataset-size", "2048",
+                  "--lr", "0.05"], cwd=tmp_path, timeout=120)
+    _one_line_error(result, "snapshot/snapshot.pt belongs to a run with other settings",
+                    "--dataset-size 64 there, 2048 here", "--lr 0.01 there, 0.05 here", "another --snapshot-dir")
+
+
+def test_damaged_snapshot_falls_back_to_the_one_before(tmp_path):
+    args = ["--snapshot-dir", "snap", "--out", "out.json"]
+    assert _train("08_elastic_train.py", tmp_path, "--epochs", "2", *args).returncode == 0
+    newest = tmp_path / "snap" / "snapshot.pt"
+    newest.write_bytes(newest.read_bytes()[:500])
+    resumed = _train("08_elastic_train.py", tmp_path, "--epochs", "3", *args)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "not a valid snapshot: snap/snapshot.pt (damaged or cut short" in resumed.stdout, resumed.stdout
+    assert json.loads((tmp_path / "out.json").read_text())["resumed_from_epoch"] == 1  # the one before: epoch 0 done
+    for name in ("snapshot.pt", "snapshot.prev.pt"):
+        (tmp_path / "snap" / name).write_bytes(b"garbage")
+    result = _train("08_elastic_train.py", tmp_path, "--epochs", "4", *args)
+    _one_line_error(result, "no valid snapshot in snap", "delete them or pass another --snapshot-dir")

@@ -26,6 +26,7 @@ import hashlib
 import html
 import importlib.metadata
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -102,16 +103,34 @@ def parse_overrides(pairs: list[str]) -> dict[str, object]:
     return out
 
 
+# Parameters that count or measure something: a value below 1 (or 0 for lr) can only break a lesson.
+AT_LEAST_ONE = {"nproc_per_node", "epochs", "batch_size", "dataset_size", "val_size", "timeout_s",
+                "launch_timeout_s", "hang_timeout_s", "replicas", "bench_steps", "bench_batch_size"}
+
+
+def check_value(lesson: str, name: str, default: object, value: object) -> None:
+    """A value of the default's type (a whole number for an int, True/False for a bool), in range."""
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise UsageError(f"{lesson}: parameter {name} must be True or False, got {value!r}")
+    elif isinstance(default, int):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise UsageError(f"{lesson}: parameter {name} must be a whole number, got {value!r}")
+    elif isinstance(default, float):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            raise UsageError(f"{lesson}: parameter {name} must be a finite number, got {value!r}")
+    if name in AT_LEAST_ONE and value < 1 or name == "lr" and value <= 0:
+        raise UsageError(f"{lesson}: parameter {name} must be {'positive' if name == 'lr' else 'at least 1'}, "
+                         f"got {value!r}")
+
+
 def parameters_for(nb_path: Path, overrides: dict[str, object]) -> dict[str, object]:
     """The overrides this lesson declares, type-checked against its defaults."""
     declared = declared_parameters(nb_path)
     chosen = {}
     for name, value in overrides.items():
         if name in declared:
-            default = declared[name]
-            if isinstance(default, (int, float)) and not isinstance(default, bool):
-                if not isinstance(value, (int, float)) or isinstance(value, bool):
-                    raise UsageError(f"{nb_path.name}: parameter {name} must be a number, got {value!r}")
+            check_value(nb_path.name, name, declared[name], value)
             chosen[name] = value
     return chosen
 
