@@ -101,8 +101,8 @@ class Model(nn.Module):
 
 def stop_if_not_finite(loss, model, epoch, step):
     """Stop at the first nan or inf, before optimizer.step() writes it into the weights."""
-    gradients_finite = all(p.grad.isfinite().all() for p in model.parameters() if p.grad is not None)
-    if not (loss.isfinite() and gradients_finite):
+    checks = [loss.isfinite()] + [p.grad.isfinite().all() for p in model.parameters() if p.grad is not None]
+    if not torch.stack(checks).all():  # one device sync per step, not one per parameter
         what = "loss" if not loss.isfinite() else "gradients"
         raise SystemExit(f"stopping: non-finite {what} at epoch {epoch}, step {step} "
                          f"(loss {loss.item():.4g}); try a smaller --lr")

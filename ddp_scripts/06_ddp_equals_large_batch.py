@@ -194,8 +194,8 @@ def make_optimizer(name, params, lr):
 def stop_if_not_finite(loss, model, epoch, step):
     """Stop at the first nan or inf, before optimizer.step() writes it into the weights. One rank's nan
     is every rank's: backward all-reduced the gradients, so every rank stops here, at the same step."""
-    gradients_finite = all(p.grad.isfinite().all() for p in model.parameters() if p.grad is not None)
-    if not (loss.isfinite() and gradients_finite):
+    checks = [loss.isfinite()] + [p.grad.isfinite().all() for p in model.parameters() if p.grad is not None]
+    if not torch.stack(checks).all():  # one device sync per step, not one per parameter
         what = "loss" if not loss.isfinite() else "gradients (averaged over all ranks)"
         raise SystemExit(f"[rank {dist.get_rank()}] stopping: non-finite {what} at epoch {epoch}, step {step} "
                          f"(loss on this rank {loss.item():.4g}); try a smaller --lr")

@@ -10,6 +10,7 @@ import sys
 import nbformat
 import pytest
 from conftest import BIN, NOTEBOOKS, REPO, SCRIPTS
+from sync_scripts import WRITEFILE
 
 LESSONS = sorted(NOTEBOOKS.glob("*.ipynb"))
 IDS = [p.stem for p in LESSONS]
@@ -35,7 +36,6 @@ KNOWN_PARAMETERS = {
     "check_timings": bool,  # also assert timing claims (make bench); off by default: a busy machine says nothing
 }
 
-WRITEFILE = re.compile(r"%%writefile\s+(\S+)\s*\n")
 FIXED_PORT = re.compile(r"(master[-_]port|MASTER_PORT|rdzv[-_]endpoint)\S*[ =:]\S*29500", re.I)
 ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])(/(home|work|tmp|root|Users|opt|mnt)/|[A-Za-z]:\\\\)")
 

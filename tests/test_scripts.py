@@ -2,6 +2,7 @@
 does not divide evenly, and rejects bad arguments with a one-line error and exit code 2."""
 
 import datetime
+import functools
 import importlib.util
 import json
 import re
@@ -113,6 +114,7 @@ def test_every_script_refuses_something():
     assert {name for name, _ in BAD} == set(CASES), "every script needs bad-argument cases"
 
 
+@functools.cache
 def _load(name):
     """Import a script as a module (its main() does not run), to call its parse_args() in this process."""
     spec = importlib.util.spec_from_file_location(name[:-3], SCRIPTS / name)
