@@ -4,6 +4,7 @@
 #   make lab        JupyterLab in notebooks/, with this environment's bin/ on PATH
 #   make bench      measurements outside the notebooks (build/bench/), and lesson 07's timing claims
 #   make soak       launch every script 50 times in a row; count unclean exits
+#   make gpu-check  on a machine with NVIDIA GPUs: every script and lesson on NCCL, report in build/gpu-check/
 #
 # Options: NPROC=4 (processes per launch), PARAMS="epochs=3 seed=1" (any lesson parameter),
 #          FORCE=1 (re-execute even when cached), TORCH_SPEC=torch (e.g. a CUDA build).
@@ -17,7 +18,7 @@ export PATH := $(BIN):$(PATH)
 
 RUNNER_ARGS := $(if $(NPROC),-p nproc_per_node=$(NPROC)) $(foreach p,$(PARAMS),-p $(p)) $(if $(FORCE),--force)
 
-.PHONY: handouts test lab bench soak clean env
+.PHONY: handouts test lab bench soak gpu-check clean env
 
 handouts: $(READY)
 	$(BIN)/python tools/series.py build $(RUNNER_ARGS)
@@ -39,6 +40,13 @@ bench: $(READY)
 # 50 launches in a row of every script: an unclean exit that happens 1 time in 10 shows up here.
 soak: $(READY)
 	$(BIN)/python tools/soak.py --runs 50
+
+# Every script and lesson on this machine's GPUs, with NCCL (tools/gpu_check.py; without CUDA it says so
+# and exits 0). The default venv has CPU torch: on a GPU machine, `TORCH_SPEC=torch make gpu-check` builds
+# it with a CUDA torch (in a checkout without .venv), or run `python3 tools/gpu_check.py` with the
+# machine's own torch.
+gpu-check: $(READY)
+	$(BIN)/python tools/gpu_check.py $(if $(NPROC),--nproc $(NPROC))
 
 env: $(READY)
 

@@ -1,6 +1,10 @@
 """01 · Single-device training: the baseline every later lesson converts to DP and DDP.
 
     python 01_single_device.py --epochs 3 --batch-size 32 [--out metrics.json]
+
+Devices: one process, on the GPU where CUDA exists (03: split over every visible GPU), else on the
+CPU. Run by this series' tests on the CPU only; the GPU path is checked by tools/gpu_check.py
+(README, "Verified on").
 """
 
 import argparse

@@ -1,6 +1,10 @@
 """03 · DataParallel: 01_single_device.py plus one line, nn.DataParallel (one process, all GPUs).
 
     python 03_data_parallel.py --epochs 3 --batch-size 32 [--out metrics.json]
+
+Devices: one process, on the GPU where CUDA exists (03: split over every visible GPU), else on the
+CPU. Run by this series' tests on the CPU only; the GPU path is checked by tools/gpu_check.py
+(README, "Verified on").
 """
 
 import argparse

@@ -2,6 +2,10 @@
 
     torchrun --standalone --nproc_per_node=2 04_ddp_train.py --epochs 3 [--out metrics.json]
     python 04_ddp_train.py --epochs 3      # also works: a world of one process
+
+Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
+and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
+gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
 """
 
 import argparse
@@ -10,6 +14,7 @@ import gc
 import json
 import math
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -79,6 +84,9 @@ def parse_args():
     parser.add_argument("--num-classes", type=class_count, default=10)
     parser.add_argument("--lr", type=positive_float, default=0.01)
     parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--device", choices=["auto", "cpu"], default="auto",
+                        help="auto: NCCL and one GPU per process where CUDA exists, else gloo and the CPU; "
+                             "cpu: gloo and the CPU")
     parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
     parser.add_argument("--out", type=writable_file, help="rank 0 writes the per-epoch metrics to this JSON file")
     return parser.parse_args()
@@ -107,14 +115,36 @@ class Model(nn.Module):
         return self.fc(self.conv2d(x).flatten(1))
 
 
-def setup_distributed(timeout_s):
+def choose_device(cuda_available, gpu_count, local_rank, local_world_size, wanted="auto"):
+    """The device policy, a pure function of the machine: (backend, device) for this process.
+
+    NCCL and cuda:LOCAL_RANK where CUDA has a GPU for every process on this machine; gloo and the CPU
+    where there is no CUDA or --device cpu asks for it. Fewer GPUs than processes is an error said in
+    one line, not "invalid device ordinal" from deep inside CUDA. Every rank of a machine sees the same
+    inputs (only local_rank differs), so no rank picks NCCL while another picks gloo.
+    """
+    if wanted == "cpu" or not cuda_available or gpu_count == 0:
+        return "gloo", "cpu"
+    if gpu_count < local_world_size:
+        raise ValueError(f"{local_world_size} processes on this machine but {gpu_count} GPU(s): launch with "
+                         f"--nproc_per_node=gpu, or fewer processes (at most {gpu_count}), or add --device cpu")
+    return "nccl", f"cuda:{local_rank}"
+
+
+def setup_distributed(timeout_s, wanted_device):
     """Step 1: join the process group. NCCL and one GPU per process, or gloo and the CPU."""
     local_rank = int(os.environ.get("LOCAL_RANK", 0))  # this process's index on this machine
-    if torch.cuda.is_available():
-        backend, device = "nccl", torch.device("cuda", local_rank)
-        torch.cuda.set_device(device)
-    else:
-        backend, device = "gloo", torch.device("cpu")
+    local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", 1))  # processes on this machine
+    try:
+        backend, device = choose_device(torch.cuda.is_available(), torch.cuda.device_count(),
+                                        local_rank, local_world_size, wanted_device)
+    except ValueError as error:  # too few GPUs: one line and exit code 2, before any CUDA work
+        if local_rank == 0:
+            print(f"{Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
+        sys.exit(2)
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)  # without it every process would also start a CUDA context on GPU 0
     timeout = datetime.timedelta(seconds=timeout_s)
     if "RANK" in os.environ:  # started by torchrun: join the group it prepared
         dist.init_process_group(backend, timeout=timeout)
@@ -165,7 +195,7 @@ def evaluate(model, loader, device):
 
 def main():
     args = parse_args()
-    device = setup_distributed(args.timeout)
+    device = setup_distributed(args.timeout, args.device)
     rank, world_size = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(args.seed)  # the same initial weights everywhere (DDP also broadcasts rank 0's)
     train_set, val_set = make_datasets(args.dataset_size, args.num_classes, args.seed)

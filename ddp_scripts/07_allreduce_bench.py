@@ -7,6 +7,10 @@ Sizes double from --min-bytes to --max-bytes. For each size: --warmup untimed al
 --iters timed ones; time is the mean per all-reduce of the slowest rank. As in nccl-tests,
 algbw = bytes / time and busbw = algbw * 2 (n - 1) / n, the traffic each link of a ring carries,
 comparable across process counts. NCCL and GPU tensors where CUDA exists, gloo and CPU otherwise.
+
+Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
+and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
+gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
 """
 
 import argparse
@@ -15,6 +19,7 @@ import gc
 import json
 import math
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -85,28 +90,47 @@ def parse_args():
     parser.add_argument("--max-bytes", type=size, default=size("256M"), help="largest message, e.g. 256M")
     parser.add_argument("--iters", type=positive_int, default=20, help="timed all-reduces per size")
     parser.add_argument("--warmup", type=non_negative_int, default=5, help="untimed all-reduces per size")
-    parser.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto",
-                        help="auto: nccl where CUDA exists, gloo otherwise")
+    parser.add_argument("--device", choices=["auto", "cpu"], default="auto",
+                        help="auto: NCCL and one GPU per process where CUDA exists, else gloo and the CPU; "
+                             "cpu: gloo and the CPU")
     parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
     parser.add_argument("--out", type=writable_file, help="rank 0 writes the table to this JSON file")
     args = parser.parse_args()
     if args.min_bytes > args.max_bytes:
         parser.error(f"--min-bytes ({args.min_bytes}) must not exceed --max-bytes ({args.max_bytes})")
-    if args.backend == "nccl" and not torch.cuda.is_available():
-        parser.error("--backend nccl needs CUDA")
     return args
 
 
-def setup_distributed(backend, timeout_s):
+def choose_device(cuda_available, gpu_count, local_rank, local_world_size, wanted="auto"):
+    """The device policy, a pure function of the machine: (backend, device) for this process.
+
+    NCCL and cuda:LOCAL_RANK where CUDA has a GPU for every process on this machine; gloo and the CPU
+    where there is no CUDA or --device cpu asks for it. Fewer GPUs than processes is an error said in
+    one line, not "invalid device ordinal" from deep inside CUDA. Every rank of a machine sees the same
+    inputs (only local_rank differs), so no rank picks NCCL while another picks gloo.
+    """
+    if wanted == "cpu" or not cuda_available or gpu_count == 0:
+        return "gloo", "cpu"
+    if gpu_count < local_world_size:
+        raise ValueError(f"{local_world_size} processes on this machine but {gpu_count} GPU(s): launch with "
+                         f"--nproc_per_node=gpu, or fewer processes (at most {gpu_count}), or add --device cpu")
+    return "nccl", f"cuda:{local_rank}"
+
+
+def setup_distributed(timeout_s, wanted_device):
     """Join the process group: NCCL and one GPU per process, or gloo and the CPU."""
-    local_rank = int(os.environ.get("LOCAL_RANK", 0))
-    if backend == "auto":
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
-    if backend == "nccl":
-        device = torch.device("cuda", local_rank)
-        torch.cuda.set_device(device)
-    else:
-        device = torch.device("cpu")
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))  # this process's index on this machine
+    local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", 1))  # processes on this machine
+    try:
+        backend, device = choose_device(torch.cuda.is_available(), torch.cuda.device_count(),
+                                        local_rank, local_world_size, wanted_device)
+    except ValueError as error:  # too few GPUs: one line and exit code 2, before any CUDA work
+        if local_rank == 0:
+            print(f"{Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
+        sys.exit(2)
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)  # without it every process would also start a CUDA context on GPU 0
     timeout = datetime.timedelta(seconds=timeout_s)
     if "RANK" in os.environ:  # started by torchrun: join the group it prepared
         dist.init_process_group(backend, timeout=timeout)
@@ -138,7 +162,7 @@ def bench_one(nbytes, iters, warmup, device):
 
 def main():
     args = parse_args()
-    device = setup_distributed(args.backend, args.timeout)
+    device = setup_distributed(args.timeout, args.device)
     rank, n = dist.get_rank(), dist.get_world_size()
     try:
         sizes, nbytes = [], args.min_bytes

@@ -6,6 +6,10 @@ parameter. Each ends in an error within seconds, never a hang. Without --bug it 
     TORCH_DISTRIBUTED_DEBUG=DETAIL torchrun ... --bug rank0-only --timeout 3         # names the mismatch
     torchrun --standalone --nproc_per_node=2 09_collective_bugs.py --bug straggler --monitored --timeout 3
     TORCH_DISTRIBUTED_DEBUG=INFO torchrun ... --bug unused                           # names the parameter
+
+Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
+and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
+gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
 """
 
 import argparse
@@ -14,6 +18,7 @@ import gc
 import json
 import math
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -55,20 +60,43 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bug", choices=BUGS, default="none", help="which mistake to make (none: run correctly)")
     parser.add_argument("--monitored", action="store_true", help="check in at a monitored_barrier first")
-    parser.add_argument("--backend", choices=("auto", "gloo"), default="auto",
-                        help="auto: NCCL on GPUs, else gloo; gloo: always gloo (the lesson shows its messages)")
+    parser.add_argument("--device", choices=["auto", "cpu"], default="auto",
+                        help="auto: NCCL on GPUs where CUDA exists, else gloo; cpu: always gloo and the CPU "
+                             "(the lesson shows gloo's messages)")
     parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
     parser.add_argument("--out", type=writable_file, help="rank 0 writes what it did to this JSON file")
     return parser.parse_args()
 
 
-def setup_distributed(backend_choice, timeout_s):
-    local_rank = int(os.environ.get("LOCAL_RANK", 0))
-    if backend_choice == "auto" and torch.cuda.is_available():
-        backend, device = "nccl", torch.device("cuda", local_rank)
-        torch.cuda.set_device(device)
-    else:
-        backend, device = "gloo", torch.device("cpu")
+def choose_device(cuda_available, gpu_count, local_rank, local_world_size, wanted="auto"):
+    """The device policy, a pure function of the machine: (backend, device) for this process.
+
+    NCCL and cuda:LOCAL_RANK where CUDA has a GPU for every process on this machine; gloo and the CPU
+    where there is no CUDA or --device cpu asks for it. Fewer GPUs than processes is an error said in
+    one line, not "invalid device ordinal" from deep inside CUDA. Every rank of a machine sees the same
+    inputs (only local_rank differs), so no rank picks NCCL while another picks gloo.
+    """
+    if wanted == "cpu" or not cuda_available or gpu_count == 0:
+        return "gloo", "cpu"
+    if gpu_count < local_world_size:
+        raise ValueError(f"{local_world_size} processes on this machine but {gpu_count} GPU(s): launch with "
+                         f"--nproc_per_node=gpu, or fewer processes (at most {gpu_count}), or add --device cpu")
+    return "nccl", f"cuda:{local_rank}"
+
+
+def setup_distributed(timeout_s, wanted_device):
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))  # this process's index on this machine
+    local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", 1))  # processes on this machine
+    try:
+        backend, device = choose_device(torch.cuda.is_available(), torch.cuda.device_count(),
+                                        local_rank, local_world_size, wanted_device)
+    except ValueError as error:  # too few GPUs: one line and exit code 2, before any CUDA work
+        if local_rank == 0:
+            print(f"{Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
+        sys.exit(2)
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)  # without it every process would also start a CUDA context on GPU 0
     timeout = datetime.timedelta(seconds=timeout_s)
     if "RANK" in os.environ:
         dist.init_process_group(backend, timeout=timeout)
@@ -124,7 +152,7 @@ def train_two_steps(device, bug):
 
 def main():
     args = parse_args()
-    device = setup_distributed(args.backend, args.timeout)
+    device = setup_distributed(args.timeout, args.device)
     rank, world_size = dist.get_rank(), dist.get_world_size()
     # monitored_barrier exists only on gloo; an NCCL job makes a gloo group for it
     monitor = dist.new_group(backend="gloo") if dist.get_backend() == "nccl" else None

@@ -86,6 +86,7 @@ COMMON_BAD = {
     "--lr": (["nan"], ["inf"], ["-0.1"], ["0"]),
     "--num-classes": (["1"],),
     "--seed": (["-1"],),
+    "--device": (["gpu"], ["cuda:0"]),
 }
 SPECIFIC_BAD = {
     "00_hello_ranks.py": [["--fail-rank", "3"], ["--fail-rank", "-2"]],
