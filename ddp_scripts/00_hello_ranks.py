@@ -114,12 +114,15 @@ def main():
         total = torch.tensor([float(rank)], device=device)
         dist.all_reduce(total)  # every rank ends up with 0 + 1 + ... + (world_size - 1)
         everyone = [None] * world_size
-        dist.all_gather_object(everyone, dict(seen, rank=rank, device=str(device), sum=total.item()))
+        # What this rank's process group really runs on, asked back from torch, not our choice restated.
+        mine = dict(seen, rank=rank, pid=os.getpid(), backend=dist.get_backend(), device=str(total.device),
+                    sum=total.item())
+        dist.all_gather_object(everyone, mine)
         if rank == 0:
             print(f"[rank 0] all_reduce of the ranks: {total.item():g} on {world_size} processes")
             if args.out:
                 args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(json.dumps(dict(backend=backend, ranks=everyone), indent=1))
+                args.out.write_text(json.dumps(dict(backend=dist.get_backend(), ranks=everyone), indent=1))
     except BaseException:
         dist.destroy_process_group()  # no barrier here: the other ranks may be gone
         raise

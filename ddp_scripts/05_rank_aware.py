@@ -102,12 +102,15 @@ def parse_args():
     parser.add_argument("--post-log", action="store_true", help="also log like the source post: every rank, every step")
     parser.add_argument("--trap", action="store_true",
                         help="demonstrate the bug: a collective inside `if rank == 0:` when saving")
+    parser.add_argument("--slow-save", type=positive_float,
+                        help="demonstrate: rank 0 spends this many seconds more on each save (slow storage), "
+                             "while the others wait at the barrier")
     parser.add_argument("--nan-rank", type=rank_or_none, default=-1,
                         help="demonstrate: this rank's loss turns nan at its second step (-1: never)")
     parser.add_argument("--out", type=writable_file, help="rank 0 writes what the run measured to this JSON file")
     args = parser.parse_args()
-    if args.trap and not args.checkpoint:
-        parser.error("--trap happens when saving: pass --checkpoint too")
+    if (args.trap or args.slow_save) and not args.checkpoint:
+        parser.error(f"{'--trap' if args.trap else '--slow-save'} happens when saving: pass --checkpoint too")
     return args
 
 
@@ -341,8 +344,11 @@ def main():
                     if args.trap:  # WRONG: a collective only rank 0 calls; the others never join it
                         print("[rank 0] computing the validation accuracy for the checkpoint...", flush=True)
                         evaluate(model, val_set, device)
+                    if args.slow_save:  # correct code, slow storage: the others wait at the barrier meanwhile
+                        print(f"[rank 0] saving takes {args.slow_save:g} s (slow storage)...", flush=True)
+                        time.sleep(args.slow_save)
                     save_checkpoint(args.checkpoint, model, optimizer, epoch, settings)
-                dist.barrier()  # nobody reads or overwrites the checkpoint before it is complete
+                dist.barrier()  # nobody reads or overwrites the checkpoint before it is complete (waits --timeout)
             if rank == 0:  # one log line per epoch, with numbers that describe all ranks
                 history.append(dict(epoch=epoch, loss=world["loss"], accuracy=world["accuracy"],
                                     avg_op_loss=avg_loss, ranks=everyone, seconds=time.perf_counter() - started))

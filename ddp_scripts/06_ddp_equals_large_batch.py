@@ -5,8 +5,10 @@
 
 Every rank trains with DDP on its share of each global batch; rank 0 also trains a plain copy of
 the model on the whole global batch (N*b samples, the same samples in the same steps) and compares
-the parameters. Then: what the DDP constructor and backward() do, four negative controls that
-must NOT match, and a model whose branch is unused in some steps (find_unused_parameters).
+the parameters. The claim needs equal per-rank batches and no padding: DistributedSampler with
+drop_last=True, which drops nothing when N divides the dataset size (it pads otherwise, and a padded
+run is one of the controls). Then: what the DDP constructor and backward() do, five negative
+controls that must NOT match, and a model whose branch is unused in some steps (find_unused_parameters).
 
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
@@ -18,6 +20,7 @@ import copy
 import datetime
 import gc
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -209,9 +212,12 @@ def gather(obj):
     return everyone
 
 
-def global_batches(dataset_size, global_batch, steps, seed, epoch):
-    """The samples of each global step, exactly as DistributedSampler orders them."""
+def global_batches(dataset_size, global_batch, steps, seed, epoch, used=None):
+    """The samples of each global step of one process: DistributedSampler's permutation, cut into global
+    batches. `used`: how many of the permutation's samples an epoch trains on (all of them, unless
+    drop_last=True made the sampler drop the tail that N does not divide)."""
     order = torch.randperm(dataset_size, generator=torch.Generator().manual_seed(seed + epoch)).tolist()
+    order = order[:used]
     return [order[s * global_batch:(s + 1) * global_batch] for s in range(steps)]
 
 
@@ -232,8 +238,12 @@ def stop_if_not_finite(loss, model, epoch, step):
 
 
 def experiment(args, device, train_set, optimizer="sgd", dtype=torch.float64, batch_norm=False, dropout=0.0,
-               loss_sum=False, set_epoch=True, sync_bn=False):
-    """Train with DDP on N ranks and, on rank 0, a plain copy on the global batches; compare."""
+               loss_sum=False, set_epoch=True, sync_bn=False, drop_last=True):
+    """Train with DDP on N ranks and, on rank 0, a plain copy on the global batches; compare.
+
+    drop_last=True: the sampler drops the tail of each epoch's permutation that N does not divide, so that
+    no rank is padded (nothing is dropped when N divides the dataset). drop_last=False is the sampler's
+    default: it pads every rank to ceil(size / N) samples by repeating the permutation's first indices."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(args.seed)
     model = Model(args.num_classes, batch_norm, dropout).to(device, dtype)
@@ -243,8 +253,8 @@ def experiment(args, device, train_set, optimizer="sgd", dtype=torch.float64, ba
     ddp_model = wrap(model, device)
     opt = make_optimizer(optimizer, ddp_model.parameters(), args.lr)
     loss_fn = nn.CrossEntropyLoss(reduction="sum" if loss_sum else "mean")
-    sampler = DistributedSampler(train_set, shuffle=True, seed=args.seed, drop_last=True)
-    loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler, drop_last=True)
+    sampler = DistributedSampler(train_set, shuffle=True, seed=args.seed, drop_last=drop_last)
+    loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler, drop_last=drop_last)
     masks, orders, first_grads = [], [], None
     if dropout:  # record which activations dropout zeroed in the first step, on every rank
         ddp_model.module.drop.register_forward_hook(
@@ -264,7 +274,10 @@ def experiment(args, device, train_set, optimizer="sgd", dtype=torch.float64, ba
             opt.step()
     steps = args.epochs * len(loader)
     masks, orders = gather(masks), gather(orders)
-    result = dict(steps=steps, dtype=str(dtype), first_masks=masks, epoch_orders_rank0=orders[0])
+    result = dict(steps=steps, dtype=str(dtype), first_masks=masks, epoch_orders_rank0=orders[0],
+                  dataset_size=len(train_set), drop_last=drop_last, samples_per_rank=sampler.num_samples,
+                  padded=max(0, sampler.total_size - len(train_set)),
+                  dropped=max(0, len(train_set) - sampler.total_size))
     if rank == 0:  # the reference: one process, batch N*b, the same samples in the same steps
         images, labels = train_set.tensors
         ref_opt = make_optimizer(optimizer, reference.parameters(), args.lr)
@@ -272,7 +285,8 @@ def experiment(args, device, train_set, optimizer="sgd", dtype=torch.float64, ba
         torch.manual_seed(args.seed + 1)
         ref_first_grads = None
         for epoch in range(args.epochs):
-            for idx in global_batches(len(train_set), args.batch_size * world_size, len(loader), args.seed, epoch):
+            for idx in global_batches(len(train_set), args.batch_size * world_size, len(loader), args.seed, epoch,
+                                      used=min(len(train_set), sampler.total_size)):
                 loss = ref_loss(reference(images[idx].to(device, dtype)), labels[idx].to(device))
                 ref_opt.zero_grad()
                 loss.backward()
@@ -313,9 +327,9 @@ def anatomy(args, device, train_set):
     phase[0] = "backward"
     loss.backward()
     grad_after_backward = flat(model, grads=True)
-    weights_unchanged = torch.equal(flat(model), after)
     phase[0] = "step"
-    opt.step()
+    opt.step()  # plain SGD: w <- w - lr * grad, with the gradient backward() left, nothing more
+    step_minus_local_sgd = (flat(model) - (after - args.lr * grad_after_backward)).abs().max().item()
     local_grads = torch.stack(gather(local_grad))
     return dict(
         before=gather(fingerprint(before)), after=gather(fingerprint(after)),
@@ -323,7 +337,8 @@ def anatomy(args, device, train_set):
         grads_after_backward=gather(fingerprint(grad_after_backward)),
         grad_minus_mean_of_local=gather((grad_after_backward - local_grads.mean(0)).abs().max().item()),
         grad_minus_own_local=gather((grad_after_backward - local_grad).abs().max().item()),
-        weights_unchanged_by_backward=gather(weights_unchanged),
+        step_minus_local_sgd=gather(step_minus_local_sgd),
+        weights_after_step=gather(fingerprint(flat(model))),
         hook_calls=gather(calls))
 
 
@@ -393,12 +408,17 @@ def main():
             except ValueError as error:
                 results["sync_batch_norm"] = dict(error=str(error))
         results["no_set_epoch"] = experiment(args, device, train_set, "sgd", set_epoch=False)
+        if world_size > 1:  # a dataset size N does not divide: padded (the default), then drop_last=True
+            ragged_size = next(n for n in itertools.count(args.dataset_size + 1) if n % world_size)
+            ragged_set, _ = make_datasets(ragged_size, args.num_classes, args.seed)
+            results["padded"] = experiment(args, device, ragged_set, "sgd", drop_last=False)
+            results["padded_drop_last"] = experiment(args, device, ragged_set, "sgd", drop_last=True)
         results["dropout"] = experiment(args, device, train_set, "sgd", dropout=0.5)
         results["unused"] = unused_parameters(args, device, train_set)
         results["seconds"] = time.perf_counter() - started
         if rank == 0:
             for name in ("sgd", "adam", "sgd_float32", "adam_float32", "loss_sum", "batch_norm",
-                         "sync_batch_norm", "no_set_epoch", "dropout"):
+                         "sync_batch_norm", "no_set_epoch", "padded", "padded_drop_last", "dropout"):
                 r = results.get(name, {})
                 if "max_rel" in r:
                     print(f"N={world_size} {name:16s} {r['steps']:3d} steps  max |Δ| {r['max_abs']:.2e}  "

@@ -300,6 +300,40 @@ def buckets(args, device, rounds=3):
                  ms_per_step=1000 * sorted(times[cap])[rounds // 2]) for cap in args.bucket_caps]
 
 
+def bucket_layout(args, device, iterations=3):
+    """Which gradients each bucket held, iteration by iteration, as DDP's comm hook receives them.
+
+    torch 2.13 (torch/nn/parallel/distributed.py, BucketCapacityConfig.compute_bucket_size_limits): with
+    find_unused_parameters=False, the first iteration puts every gradient in ONE bucket; before the second
+    forward, DDP rebuilds the buckets once, in the order the gradients became ready, the first one capped
+    at dist._DEFAULT_FIRST_BUCKET_BYTES (1 MiB) when bucket_cap_mb is left at its default. With
+    find_unused_parameters=True it never rebuilds: buckets in reverse order of model.parameters().
+    """
+    x, y = batch(8, device)
+    layouts = {}
+    for find_unused in (False, True):
+        torch.manual_seed(args.seed)
+        model = mlp(args.width).to(device)
+        names = {id(p): name for name, p in model.named_parameters()}
+        ddp_model = wrap(model, device, find_unused_parameters=find_unused)
+        seen = []
+
+        def hook(state, bucket, seen=seen, names=names):
+            seen[-1].append(dict(index=bucket.index(), names=[names[id(p)] for p in bucket.parameters()],
+                                 bytes=sum(p.numel() * p.element_size() for p in bucket.parameters())))
+            return default_hooks.allreduce_hook(state, bucket)
+        ddp_model.register_comm_hook(None, hook)
+        step = train_step(ddp_model, x, y)
+        for _ in range(iterations):
+            seen.append([])
+            step()
+        layouts["find_unused_parameters" if find_unused else "default"] = seen
+    parameters = list(mlp(args.width).named_parameters())
+    return dict(layouts=layouts, parameter_order=[name for name, _ in parameters],
+                parameter_bytes={name: p.numel() * p.element_size() for name, p in parameters},
+                first_bucket_cap_bytes=dist._DEFAULT_FIRST_BUCKET_BYTES, torch=torch.__version__)
+
+
 def accumulate(model, opt, x, y, micro_steps, variant):
     """One optimizer step of gradient accumulation over micro_steps, synchronised the way variant says."""
     loss_fn = nn.CrossEntropyLoss()
@@ -358,6 +392,7 @@ def main():
             results["data_parallel"] = data_parallel(args, device)
         if world_size > 1:  # communication needs someone to talk to
             results["buckets"] = buckets(args, device)
+            results["bucket_layout"] = bucket_layout(args, device)
             results["no_sync"] = accumulation(args, device)
         if rank == 0:
             for row in results["scaling"]:

@@ -178,9 +178,12 @@ def setup_distributed(timeout_s, wanted_device):
     if "RANK" not in os.environ:  # plain `python`: a group of one, no network needed
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     elif os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
-        # torchrun shares its rendezvous store with the workers, and that store outlives a restart:
-        # the failed attempt's addresses are still in it, and a restarted worker may read them
-        # ("Gloo connectFullMesh failed ... Connection refused"). Give every attempt its own keys.
+        # A WORKAROUND for torchrun's shared store (torch 2.13; upstream: pytorch/pytorch#135712). The
+        # agent of rendezvous rank 0 creates the workers' TCPStore once and hands the same one to every
+        # attempt (DynamicRendezvousHandler.next_rendezvous in torch/distributed/elastic/rendezvous/
+        # dynamic_rendezvous.py keeps it in _shared_tcp_store_server), so the failed attempt's addresses
+        # are still in it and a restarted worker may read them ("Gloo connectFullMesh failed ...
+        # Connection refused"). Give every attempt its own keys.
         attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
         store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
                               is_master=False, timeout=timeout)
@@ -213,6 +216,13 @@ def why_unreadable(error):
     if "weights only load failed" in str(error).lower():
         return "it holds objects that weights_only=True does not load"
     return f"damaged or cut short: {type(error).__name__}"
+
+
+def log_event(folder, **event):
+    """Append one line to folder/events.jsonl: when an attempt starts, fails on purpose, or finishes.
+    The log outlives the processes (like the snapshots), so the lesson can draw every attempt of a job."""
+    with open(folder / "events.jsonl", "a") as log:
+        log.write(json.dumps(event) + "\n")
 
 
 def save_snapshot(folder, model, optimizer, epoch, step, history, device, settings):
@@ -332,6 +342,7 @@ def main():
         source = f"snapshot: epoch {start_epoch}, step {step}" if start_epoch else "scratch"
         print(f"attempt {attempt}: {world_size} process(es), backend {dist.get_backend()}, "
               f"starting from {source}", flush=True)
+        log_event(args.snapshot_dir, event="start", attempt=attempt, step=step, epoch=start_epoch)
 
     try:
         started = time.perf_counter()
@@ -345,6 +356,7 @@ def main():
                     if not marker.exists():  # once: the restarted attempt passes this step
                         marker.parent.mkdir(parents=True, exist_ok=True)
                         marker.touch()
+                        log_event(args.snapshot_dir, event="fault", attempt=attempt, rank=rank, step=step)
                         raise RuntimeError(f"injected fault: rank {rank} fails at step {step} (epoch {epoch})")
                 images, labels = images.to(device), labels.to(device)
                 images = images + 0.05 * torch.randn_like(images)  # augmentation: needs the RNG state
@@ -366,12 +378,16 @@ def main():
                 h = history[-1]
                 print(f"epoch {epoch}  step {step}  loss {h['loss']:.4f}  accuracy {h['accuracy']:.1%}  "
                       f"val accuracy {h['val_accuracy']:.1%}  (attempt {attempt}, snapshot saved)", flush=True)
+        if rank == 0:
+            log_event(args.snapshot_dir, event="finish", attempt=attempt, step=step, epoch=args.epochs)
         if rank == 0 and args.out:
+            events = [json.loads(line) for line in (args.snapshot_dir / "events.jsonl").read_text().splitlines()]
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(dict(
                 world_size=world_size, backend=dist.get_backend(), attempt=attempt, resumed_from_epoch=start_epoch,
-                steps=step, seconds=time.perf_counter() - started, params_sha256=parameter_hash(model),
-                history=history), indent=1))
+                steps=step, steps_per_epoch=len(train_loader), samples_per_rank=len(sampler),
+                seconds=time.perf_counter() - started, params_sha256=parameter_hash(model),
+                history=history, events=events), indent=1))
     except BaseException:
         dist.destroy_process_group()  # no barrier here: the other ranks may be gone
         raise

@@ -5,6 +5,7 @@ parameter. Each ends in an error within seconds, never a hang. Without --bug it 
     torchrun --standalone --nproc_per_node=2 09_collective_bugs.py --bug rank0-only --timeout 3
     TORCH_DISTRIBUTED_DEBUG=DETAIL torchrun ... --bug rank0-only --timeout 3         # names the mismatch
     torchrun --standalone --nproc_per_node=2 09_collective_bugs.py --bug straggler --monitored --timeout 3
+    torchrun --standalone --nproc_per_node=3 09_collective_bugs.py --bug stragglers --monitored --wait-all-ranks
     TORCH_DISTRIBUTED_DEBUG=INFO torchrun ... --bug unused                           # names the parameter
 
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
@@ -28,7 +29,7 @@ import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-BUGS = ("none", "straggler", "rank0-only", "shape", "unused")
+BUGS = ("none", "straggler", "stragglers", "rank0-only", "shape", "unused")
 
 
 def positive_float(text):
@@ -60,6 +61,8 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bug", choices=BUGS, default="none", help="which mistake to make (none: run correctly)")
     parser.add_argument("--monitored", action="store_true", help="check in at a monitored_barrier first")
+    parser.add_argument("--wait-all-ranks", action="store_true",
+                        help="monitored_barrier(wait_all_ranks=True): name every missing rank, not only the first")
     parser.add_argument("--device", choices=["auto", "cpu"], default="auto",
                         help="auto: NCCL on GPUs where CUDA exists, else gloo; cpu: always gloo and the CPU "
                              "(the lesson shows gloo's messages)")
@@ -106,8 +109,10 @@ def setup_distributed(timeout_s, wanted_device):
 
 
 def read_next_batch(rank, bug, timeout_s):
-    """Where a real job reads data. With --bug straggler the last rank gets stuck here."""
-    if bug == "straggler" and rank == dist.get_world_size() - 1 and rank > 0:
+    """Where a real job reads data. With --bug straggler the last rank gets stuck here; with --bug
+    stragglers every rank but rank 0."""
+    last = rank == dist.get_world_size() - 1
+    if rank > 0 and (bug == "stragglers" or (bug == "straggler" and last)):
         print(f"[rank {rank}] stuck reading the next batch", flush=True)
         time.sleep(10 * timeout_s)  # stands for a dead file system, a deadlock, an endless loop ...
     return torch.ones(4)
@@ -162,7 +167,8 @@ def main():
     try:
         batch = read_next_batch(rank, args.bug, args.timeout).to(device)
         if args.monitored:  # every rank checks in; rank 0 names those that do not, within the timeout
-            dist.monitored_barrier(group=monitor, timeout=datetime.timedelta(seconds=args.timeout))
+            dist.monitored_barrier(group=monitor, timeout=datetime.timedelta(seconds=args.timeout),
+                                   wait_all_ranks=args.wait_all_ranks)
         dist.all_reduce(batch)  # the step's gradient all-reduce, in miniature
 
         with tempfile.TemporaryDirectory() as tmp:

@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import math
 import re
 import shlex
 import socket
@@ -13,7 +14,6 @@ import matplotlib
 import pytest
 import torch
 from conftest import BIN, NOTEBOOKS, env_with_bin
-from torch.utils.data import DistributedSampler
 
 matplotlib.use("Agg")
 sys.path.insert(0, str(NOTEBOOKS))
@@ -21,16 +21,29 @@ import explorers as ex  # noqa: E402
 
 # --- DistributedSampler shards ---------------------------------------------------------------
 
+def documented_shards(dataset_size, world_size, shuffle, seed, epoch, drop_last):
+    """DistributedSampler's rule as its docstring states it, written from scratch (no sampler involved): the
+    order is range(size), or torch.randperm(size) seeded with seed + epoch; every rank gets ceil(size / N)
+    indices, the list padded by repeating it from its start (drop_last: floor(size / N), the tail dropped);
+    rank r takes every N-th index from position r."""
+    order = list(range(dataset_size))
+    if shuffle:
+        order = torch.randperm(dataset_size, generator=torch.Generator().manual_seed(seed + epoch)).tolist()
+    per_rank = dataset_size // world_size if drop_last else math.ceil(dataset_size / world_size)
+    total = per_rank * world_size
+    laid_out = (order * math.ceil(total / dataset_size))[:total]
+    return [laid_out[rank::world_size] for rank in range(world_size)]
+
+
 @pytest.mark.parametrize("dataset_size,world_size", [(1, 1), (1, 3), (2, 5), (7, 2), (10, 3), (12, 4), (13, 5)])
 @pytest.mark.parametrize("shuffle,drop_last,epoch", list(itertools.product([True, False], [False, True], [0, 1])))
 def test_shards_match_distributed_sampler(dataset_size, world_size, shuffle, drop_last, epoch):
     shards = ex.sampler_shards(dataset_size, world_size, shuffle=shuffle, seed=3, epoch=epoch, drop_last=drop_last)
+    assert shards.indices == documented_shards(dataset_size, world_size, shuffle, 3, epoch, drop_last)
+    per_rank = dataset_size // world_size if drop_last else math.ceil(dataset_size / world_size)
+    assert shards.total_size == per_rank * world_size  # the padding rule: ceil(size / N) * N indices in all
     for rank in range(world_size):
-        sampler = DistributedSampler(list(range(dataset_size)), num_replicas=world_size, rank=rank,
-                                     shuffle=shuffle, seed=3, drop_last=drop_last)
-        sampler.set_epoch(epoch)
-        assert shards.indices[rank] == list(sampler), rank
-        assert len(shards.padding[rank]) == len(shards.indices[rank])
+        assert len(shards.indices[rank]) == len(shards.padding[rank]) == per_rank, rank
     everything = [i for rank in shards.indices for i in rank]
     real = [i for rank, pads in zip(shards.indices, shards.padding, strict=True)
             for i, pad in zip(rank, pads, strict=True) if not pad]
@@ -46,6 +59,16 @@ def test_shards_match_distributed_sampler(dataset_size, world_size, shuffle, dro
         assert len(padded) == -dataset_size % world_size
         assert set(padded) <= set(real)
     assert len({len(rank) for rank in shards.indices}) == 1, "every rank gets the same number of indices"
+
+
+@pytest.mark.parametrize("drop_last,expected,dropped", [
+    (False, [[0, 2, 4, 6], [1, 3, 5, 0]], []),  # 7 samples, 2 ranks: 8 indices, sample 0 twice
+    (True, [[0, 2, 4], [1, 3, 5]], [6]),  # drop_last: 6 indices, sample 6 never seen
+])
+def test_shards_by_hand(drop_last, expected, dropped):
+    shards = ex.sampler_shards(7, 2, shuffle=False, drop_last=drop_last)
+    assert shards.indices == expected and shards.dropped == dropped
+    assert shards.num_padding == (0 if drop_last else 1)
 
 
 def test_padding_example_from_facts():
@@ -118,16 +141,26 @@ def test_ring_views():
 
 # --- torchrun command builder ------------------------------------------------------------------
 
-@pytest.mark.parametrize("nnodes,nproc", [(1, 1), (1, 4), (2, 2), (3, 2), (4, 8)])
+# (machine, GROUP_RANK, LOCAL_RANK, RANK) of every worker, written out by hand: the numbers torchrun gives
+# (test_plan_matches_real_torchrun below checks the 2 x 2 case against a real launch)
+BY_HAND = {
+    (1, 1): [(0, 0, 0, 0)],
+    (1, 4): [(0, 0, 0, 0), (0, 0, 1, 1), (0, 0, 2, 2), (0, 0, 3, 3)],
+    (2, 2): [(0, 0, 0, 0), (0, 0, 1, 1), (1, 1, 0, 2), (1, 1, 1, 3)],
+    (3, 2): [(0, 0, 0, 0), (0, 0, 1, 1), (1, 1, 0, 2), (1, 1, 1, 3), (2, 2, 0, 4), (2, 2, 1, 5)],
+    (2, 3): [(0, 0, 0, 0), (0, 0, 1, 1), (0, 0, 2, 2), (1, 1, 0, 3), (1, 1, 1, 4), (1, 1, 2, 5)],
+}
+
+
+@pytest.mark.parametrize("nnodes,nproc", sorted(BY_HAND))
 @pytest.mark.parametrize("backend", ["c10d", "static"])
 def test_plan_environment(nnodes, nproc, backend):
     plan = ex.torchrun_plan(nnodes, nproc, "10.1.2.3", 29411, "train.py", "--epochs 3", rdzv_backend=backend)
-    assert len(plan.commands) == nnodes and plan.world_size == nnodes * nproc
-    assert [w.RANK for w in plan.workers] == list(range(nnodes * nproc))
+    assert len(plan.commands) == nnodes and plan.world_size == len(BY_HAND[nnodes, nproc])
+    assert [(w.machine, w.GROUP_RANK, w.LOCAL_RANK, w.RANK) for w in plan.workers] == BY_HAND[nnodes, nproc]
     for w in plan.workers:
-        assert w.RANK == w.GROUP_RANK * nproc + w.LOCAL_RANK and 0 <= w.LOCAL_RANK < nproc
-        assert w.WORLD_SIZE == nnodes * nproc and w.LOCAL_WORLD_SIZE == nproc
-        assert w.env()["RANK"] == str(w.RANK)
+        assert w.WORLD_SIZE == len(BY_HAND[nnodes, nproc]) and w.LOCAL_WORLD_SIZE == nproc
+        assert w.env()["RANK"] == str(w.RANK) and w.env()["LOCAL_RANK"] == str(w.LOCAL_RANK)
     for node, command in enumerate(plan.commands):
         assert command.startswith(f"torchrun --nnodes={nnodes} --nproc_per_node={nproc} ")
         assert command.endswith(" train.py --epochs 3")

@@ -40,6 +40,7 @@ def test_sbatch_runs_04_with_torchrun_and_c10d():
         assert flag in flags, flag
     assert 'scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1' in text
     assert "29500" not in text and "--master-port" not in text and "--standalone" not in text
+    assert re.search(r'04_ddp_train\.py .*--timeout "\$collective_timeout"', text), "a production --timeout"
 
 
 def _dry_run(tmp_path, **env):
@@ -50,7 +51,7 @@ def _dry_run(tmp_path, **env):
     for tool in fake.iterdir():
         tool.chmod(0o755)
     base = {k: v for k, v in os.environ.items()
-            if not k.startswith("SLURM_") and k not in ("RDZV_PORT", "NPROC_PER_NODE")}
+            if not k.startswith("SLURM_") and k not in ("RDZV_PORT", "NPROC_PER_NODE", "COLLECTIVE_TIMEOUT")}
     base.update(PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", SLURM_JOB_ID="123456",
                 SLURM_JOB_NODELIST="gpu-a17,gpu-b03", SLURM_NNODES="2", **env)
     result = subprocess.run(["bash", str(SBATCH)], env=base, cwd=tmp_path, capture_output=True, text=True, timeout=30)
@@ -67,11 +68,15 @@ def test_sbatch_dry_run_builds_the_torchrun_command(tmp_path):
     assert host == "gpu-a17"  # the head node: the first of the allocation
     assert 20000 <= int(port) <= 29999 and int(port) == 20000 + 123456 % 10000
     assert "04_ddp_train.py" in args
+    # a production collective timeout, not the scripts' 60 s: at least NCCL's default of 10 minutes
+    timeout = float(args[args.index("--timeout") + 1])
+    assert args.index("--timeout") > args.index("04_ddp_train.py") and timeout >= 600, args
 
 
 def test_sbatch_dry_run_overrides(tmp_path):
-    args = _dry_run(tmp_path, RDZV_PORT="31337", NPROC_PER_NODE="3")
+    args = _dry_run(tmp_path, RDZV_PORT="31337", NPROC_PER_NODE="3", COLLECTIVE_TIMEOUT="900")
     assert "--rdzv-endpoint=gpu-a17:31337" in args and "--nproc_per_node=3" in args
+    assert args[args.index("--timeout") + 1] == "900", args
 
 
 def test_sbatch_dry_run_without_gpus_starts_one_process(tmp_path):

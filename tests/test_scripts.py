@@ -1,26 +1,30 @@
 """Every script in ddp_scripts/ runs under torchrun with 1, 2 and 3 processes on a dataset size that
-does not divide evenly, and rejects bad arguments with a one-line error and exit code 2."""
+does not divide evenly, reports the world it ran in (written by rank 0 alone), and rejects bad
+arguments with a one-line error and exit code 2."""
 
 import datetime
 import functools
 import importlib.util
 import json
+import math
 import re
+import subprocess
 import sys
 
 import pytest
 import torch
-from conftest import SCRIPTS, run
+from conftest import SCRIPTS, env_with_bin, run
 
 # How each script is exercised (every ddp_scripts/*.py needs an entry; a test checks it):
 #   args   a quick run; use a dataset size that 2 and 3 do not divide (e.g. 101)
 #   out    True: the script takes --out FILE and must write JSON there
 #   nprocs the process counts to launch with (default 1, 2 and 3; () for single-process scripts,
 #          which then run once with plain python)
+#   shard  True: the JSON's samples_per_rank must be DistributedSampler's ceil(dataset size / N)
 CASES = {
     "00_hello_ranks.py": dict(args=[], out=True),
     "01_single_device.py": dict(args=["--epochs", "1", "--dataset-size", "101"], out=True, nprocs=()),
-    "04_ddp_train.py": dict(args=["--epochs", "2", "--dataset-size", "101"], out=True),
+    "04_ddp_train.py": dict(args=["--epochs", "2", "--dataset-size", "101"], out=True, shard=True),
     # --- lessons 02, 03 ---
     "02_show_ranks.py": dict(args=[], out=True),
     "03_data_parallel.py": dict(args=["--epochs", "1", "--dataset-size", "101"], out=True, nprocs=()),
@@ -33,7 +37,7 @@ CASES = {
     "07_ddp_perf.py": dict(args=["--steps", "2", "--warmup", "1", "--width", "64", "--batch-size", "8",
                                  "--small-layers", "10", "--accumulate", "2", "--threads", "1"], out=True),
     # --- lessons 08, 09 ---
-    "08_elastic_train.py": dict(args=["--epochs", "2", "--dataset-size", "101"], out=True),
+    "08_elastic_train.py": dict(args=["--epochs", "2", "--dataset-size", "101"], out=True, shard=True),
     "09_collective_bugs.py": dict(args=[], out=True),
     # --- lesson 10 ---
     "10_node_report.py": dict(args=[], out=True),
@@ -56,22 +60,75 @@ def _command(name, tmp_path):
     return args
 
 
-def _check(result, name, tmp_path):
+# Who writes --out: an audit hook (PEP 578), loaded into every process through sitecustomize, logs the
+# RANK of each process that opens the file for writing. It sees any write, however the script does it.
+WRITE_HOOK = """import os, sys
+_out, _log = os.environ["WATCH_OUT"], os.environ["WATCH_LOG"]
+def _hook(event, args):
+    if event == "open" and isinstance(args[1], str) and set(args[1]) & set("wax+"):
+        try:
+            path = os.path.abspath(os.fspath(args[0]))
+        except TypeError:  # a file descriptor
+            return
+        if path == _out:
+            with open(_log, "a") as log:  # another path: the hook ignores this open
+                log.write(os.environ.get("RANK", "none") + "\\n")
+sys.addaudithook(_hook)
+"""
+
+
+def _run_watched(cmd, tmp_path):
+    """Run cmd with the write hook; returns (result, the ranks that opened out.json for writing)."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(WRITE_HOOK)
+    log = tmp_path / "writers.log"
+    env = dict(env_with_bin(), PYTHONPATH=str(hook), WATCH_OUT=str(tmp_path / "out.json"), WATCH_LOG=str(log))
+    result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    return result, (log.read_text().split() if log.exists() else [])
+
+
+def _check(result, name, tmp_path, nprocs=None, writers=None):
     assert result.returncode == 0, f"{name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     assert "terminate called" not in result.stderr, "unclean shutdown"
-    if CASES[name].get("out"):
-        json.loads((tmp_path / "out.json").read_text())
+    case = CASES[name]
+    if not case.get("out"):
+        return
+    report = json.loads((tmp_path / "out.json").read_text())
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["out.json"], sorted(tmp_path.glob("*.json"))
+    if writers is not None:  # rank 0 alone wrote it (plain python: the one process, no RANK)
+        assert writers and set(writers) == {"0" if nprocs else "none"}, f"opened for writing by ranks {writers}"
+    world = nprocs or 1
+    if "world_size" in report:
+        assert report["world_size"] == world, (report["world_size"], world)
+    if "ranks" in report:  # one entry per process, gathered by rank 0 (02 names them as its calls do)
+        ranks = report["ranks"]
+        assert [r["rank"] if "rank" in r else r["get_rank"] for r in ranks] == list(range(world)), ranks
+        assert all(r.get("world_size", r.get("get_world_size", world)) == world for r in ranks), ranks
+    if case.get("shard"):
+        size = int(case["args"][case["args"].index("--dataset-size") + 1])
+        assert report["samples_per_rank"] == math.ceil(size / world), (report["samples_per_rank"], size, world)
+
+
+def test_scripts_report_what_the_checks_read():
+    """The checks above are not vacuous: these scripts do report a world size or per-rank entries."""
+    reporting = [name for name in CASES if CASES[name].get("out")
+                 and re.search(r"world_size=|ranks=", (SCRIPTS / name).read_text())]
+    assert {"00_hello_ranks.py", "02_show_ranks.py", "04_ddp_train.py", "08_elastic_train.py",
+            "09_collective_bugs.py", "10_node_report.py"} <= set(reporting), reporting
 
 
 @pytest.mark.parametrize("name,nprocs", LAUNCHES, ids=[f"{n}-{p}proc" for n, p in LAUNCHES])
 def test_runs_under_torchrun(name, nprocs, tmp_path):
     cmd = ["torchrun", "--standalone", f"--nproc_per_node={nprocs}", *_command(name, tmp_path)]
-    _check(run(cmd, cwd=tmp_path), name, tmp_path)
+    result, writers = _run_watched(cmd, tmp_path)
+    _check(result, name, tmp_path, nprocs, writers)
 
 
 @pytest.mark.parametrize("name", SINGLE)
 def test_runs_as_plain_python(name, tmp_path):
-    _check(run([sys.executable, *_command(name, tmp_path)], cwd=tmp_path), name, tmp_path)
+    result, writers = _run_watched([sys.executable, *_command(name, tmp_path)], tmp_path)
+    _check(result, name, tmp_path, None, writers)
 
 
 # Bad input a learner can type, for every script: each must be refused before any work, in one line
