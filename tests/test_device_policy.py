@@ -9,25 +9,17 @@ real GPU path on a machine that has one.
 """
 
 import ast
-import importlib.util
 import sys
 
 import pytest
 import torch
 import torch.distributed as dist
 from conftest import NOTEBOOKS, SCRIPTS
-from test_scripts import CASES
+from test_scripts import CASES, _load  # _load: import a script once, main() not run
 
 SINGLE_PROCESS = {"01_single_device.py", "03_data_parallel.py"}  # no process group: the GPU if there is one
 DISTRIBUTED = sorted(set(CASES) - SINGLE_PROCESS)
 GPUS, PROCESSES = (0, 1, 2, 8), (1, 2, 3, 4)
-
-
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # defines the functions; main() does not run
-    return module
 
 
 def _definition(path, function):
@@ -36,7 +28,7 @@ def _definition(path, function):
     return ast.get_source_segment(source, found[0]) if found else None
 
 
-choose_device = _load(SCRIPTS / "04_ddp_train.py", "ddp_train_04").choose_device
+choose_device = _load("04_ddp_train.py").choose_device
 
 
 def test_every_distributed_script_has_the_one_policy():
@@ -99,7 +91,7 @@ def test_too_few_gpus_is_one_line_and_exit_code_2(name, local_rank, tmp_path, mo
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", [name, *CASES[name]["args"], "--out", str(tmp_path / "out.json")])
-    module = _load(SCRIPTS / name, name[:-3])
+    module = _load(name)
     with pytest.raises(SystemExit) as exited:
         module.main()
     captured = capsys.readouterr()
@@ -119,7 +111,7 @@ def test_every_script_takes_device_cpu(name, monkeypatch):
     """--device cpu is the way out the error names, so every script that joins a process group takes it."""
     for variable in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
         monkeypatch.delenv(variable, raising=False)
-    module = _load(SCRIPTS / name, name[:-3])
+    module = _load(name)
     for device in ("cpu", "auto"):
         monkeypatch.setattr(sys, "argv", [name, "--device", device])
         assert module.parse_args().device == device

@@ -23,6 +23,14 @@ def test_quick_covers_exactly_the_scripts():
         "add the missing scripts to QUICK in tools/gpu_check.py (or remove stale entries)"
 
 
+def test_quick_runs_are_the_tests_quick_runs():
+    """The check needs no pytest, so it keeps its own table: it must not drift from tests/test_scripts.py's."""
+    from test_scripts import CASES
+    differing = {name: (args, CASES[name]["args"]) for name, (args, _) in gpu_check.QUICK.items()
+                 if args != CASES[name]["args"]}
+    assert not differing, f"QUICK's arguments differ from CASES' (QUICK, CASES): {differing}"
+
+
 def test_distributed_scripts_are_those_that_form_a_process_group():
     wrong = [name for name, (_, distributed) in gpu_check.QUICK.items()
              if distributed != ("init_process_group" in (SCRIPTS / name).read_text())]

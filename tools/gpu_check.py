@@ -42,7 +42,6 @@ except ImportError:
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "ddp_scripts"
 NOTEBOOKS = REPO / "notebooks"
-FIGURES = NOTEBOOKS / "figures"
 sys.path.insert(0, str(REPO / "tools"))
 import series  # noqa: E402  (the lesson runner: which files are lessons, and their parameters; stdlib only)
 
@@ -68,7 +67,6 @@ QUICK = {
 MODE_CUDA = "cuda"
 MODE_CPU = "cpu self-test (not a GPU result)"
 REPORT_FORMAT = 1
-LESSON_CELL_TIMEOUT_S = 600  # as tools/series.py: a lesson cell that runs longer has hung
 VERIFIED = REPO / "verified"
 README = REPO / "README.md"
 START_MARKER = "<!-- verified-on:start -->"
@@ -254,18 +252,6 @@ def environment(**variables: str):
                 os.environ[name] = value
 
 
-def make_sandbox(root: Path) -> Path:
-    """As tools/series.py does: notebooks/ with a copy of ddp_scripts/ beside it, so the lesson's
-    %%writefile cells never touch the checkout. Returns the lesson's working directory."""
-    (root / "notebooks").mkdir(parents=True)
-    shutil.copytree(SCRIPTS, root / "ddp_scripts")
-    if FIGURES.exists():
-        shutil.copytree(FIGURES, root / "notebooks" / "figures")
-    for helper in NOTEBOOKS.glob("*.py"):  # small helper modules a lesson imports
-        shutil.copy(helper, root / "notebooks")
-    return root / "notebooks"
-
-
 def failed_cell_output(executed: Path) -> str:
     """What the failed cell of an executed lesson printed (a !torchrun cell shows its workers' errors)."""
     try:
@@ -303,9 +289,9 @@ def check_lesson(papermill, notebook: Path, mode: str, nproc: int, out: Path) ->
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp, environment(**hidden):
         try:
             papermill.execute_notebook(
-                str(notebook), str(executed), parameters=params, cwd=str(make_sandbox(Path(tmp))),
+                str(notebook), str(executed), parameters=params, cwd=str(series.make_sandbox(Path(tmp))),
                 kernel_name="python3", progress_bar={"desc": f"  {notebook.stem}", "unit": "cell"},
-                request_save_on_cell_execute=True, execution_timeout=LESSON_CELL_TIMEOUT_S)
+                request_save_on_cell_execute=True, execution_timeout=series.CELL_TIMEOUT_S)
         except Exception as failure:  # a failed cell, a dead kernel, a missing kernel: all are results
             error = lesson_error(papermill, failure, executed)
     return dict(kind="lesson", name=notebook.name, processes=nproc, ok=not error,

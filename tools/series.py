@@ -172,6 +172,21 @@ def machine() -> dict[str, object]:
     return _machine
 
 
+CELL_TIMEOUT_S = 600  # a lesson cell that runs longer than this has hung
+
+
+def make_sandbox(root: Path) -> Path:
+    """notebooks/ with a copy of ddp_scripts/ beside it, under root, so that a lesson's %%writefile cells
+    never touch the checkout. Returns the lesson's working directory (root/notebooks)."""
+    (root / "notebooks").mkdir(parents=True)
+    shutil.copytree(SCRIPTS, root / "ddp_scripts")
+    if FIGURES.exists():
+        shutil.copytree(FIGURES, root / "notebooks" / "figures")
+    for helper in NOTEBOOKS.glob("*.py"):  # small helper modules a lesson imports
+        shutil.copy(helper, root / "notebooks")
+    return root / "notebooks"
+
+
 def execute(nb_path: Path, out: Path, params: dict[str, object], force: bool = False) -> dict:
     """Execute one lesson (unless cached) and export its handout. Returns its record."""
     stem = nb_path.stem
@@ -190,12 +205,7 @@ def execute(nb_path: Path, out: Path, params: dict[str, object], force: bool = F
 
         sandbox = out / "sandbox" / stem
         shutil.rmtree(sandbox, ignore_errors=True)
-        (sandbox / "notebooks").mkdir(parents=True)
-        shutil.copytree(SCRIPTS, sandbox / "ddp_scripts")
-        if FIGURES.exists():
-            shutil.copytree(FIGURES, sandbox / "notebooks" / "figures")
-        for helper in NOTEBOOKS.glob("*.py"):  # small helper modules a lesson imports
-            shutil.copy(helper, sandbox / "notebooks")
+        workdir = make_sandbox(sandbox)
         executed.parent.mkdir(parents=True, exist_ok=True)
         title, summary = title_and_summary(nb_path)
         record = dict(name=stem, title=title, summary=summary, params=params, key=key,
@@ -204,9 +214,9 @@ def execute(nb_path: Path, out: Path, params: dict[str, object], force: bool = F
         started = time.perf_counter()
         try:
             papermill.execute_notebook(
-                str(nb_path), str(executed), parameters=params, cwd=str(sandbox / "notebooks"),
+                str(nb_path), str(executed), parameters=params, cwd=str(workdir),
                 kernel_name="python3", progress_bar={"desc": f"  {stem}", "unit": "cell"},
-                request_save_on_cell_execute=True, execution_timeout=600)
+                request_save_on_cell_execute=True, execution_timeout=CELL_TIMEOUT_S)
         except papermill.PapermillExecutionError as error:
             record.update(seconds=round(time.perf_counter() - started, 1),
                           error=f"cell {error.cell_index} (execution count {error.exec_count}): "
