@@ -5,6 +5,7 @@
 #   make bench      measurements outside the notebooks (build/bench/), and lesson 07's timing claims
 #   make soak       launch every script 50 times in a row; count unclean exits
 #   make gpu-check  on a machine with NVIDIA GPUs: every script and lesson on NCCL, report in build/gpu-check/
+#   make clean-notebooks  strip outputs and widget state saved from JupyterLab (commit lessons clean)
 #
 # Options: NPROC=4 (processes per launch), PARAMS="epochs=3 seed=1" (any lesson parameter),
 #          FORCE=1 (re-execute even when cached), TORCH_SPEC=torch (e.g. a CUDA build).
@@ -18,13 +19,15 @@ export PATH := $(BIN):$(PATH)
 
 RUNNER_ARGS := $(if $(NPROC),-p nproc_per_node=$(NPROC)) $(foreach p,$(PARAMS),-p $(p)) $(if $(FORCE),--force)
 
-.PHONY: handouts test lab bench soak gpu-check clean env
+.PHONY: handouts test lab bench soak gpu-check clean-notebooks clean env
 
 handouts: $(READY)
+	$(BIN)/python tools/slurm_cluster.py install
 	$(BIN)/python tools/series.py build $(RUNNER_ARGS)
 
 test: $(READY)
 	$(BIN)/python tools/ensure_browser.py
+	$(BIN)/python tools/slurm_cluster.py install
 	rm -rf build/test
 	$(BIN)/python -m pytest
 
@@ -47,6 +50,10 @@ soak: $(READY)
 # machine's own torch.
 gpu-check: $(READY)
 	$(BIN)/python tools/gpu_check.py $(if $(NPROC),--nproc $(NPROC))
+
+# Lessons are committed without outputs; a lesson saved from JupyterLab is fixed here (test_hygiene.py says so).
+clean-notebooks:
+	$(PYTHON) tools/clean_notebooks.py
 
 env: $(READY)
 

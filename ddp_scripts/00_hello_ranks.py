@@ -6,6 +6,8 @@
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
 gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
+
+Written by notebooks/00_setup.ipynb — edit it there.
 """
 
 import argparse
@@ -82,14 +84,13 @@ def choose_device(cuda_available, gpu_count, local_rank, local_world_size, wante
     return "nccl", f"cuda:{local_rank}"
 
 
-def main():
-    args = parse_args()
-    # The device policy: NCCL and one GPU per process where CUDA exists, gloo and the CPU otherwise.
+def setup_distributed(timeout_s, wanted_device):
+    """Join the process group. NCCL and one GPU per process, or gloo and the CPU."""
     local_rank = int(os.environ.get("LOCAL_RANK", 0))  # this process's index on this machine
     local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", 1))  # processes on this machine
     try:
         backend, device = choose_device(torch.cuda.is_available(), torch.cuda.device_count(),
-                                        local_rank, local_world_size, args.device)
+                                        local_rank, local_world_size, wanted_device)
     except ValueError as error:  # too few GPUs: one line and exit code 2, before any CUDA work
         if local_rank == 0:
             print(f"{Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
@@ -97,40 +98,56 @@ def main():
     device = torch.device(device)
     if device.type == "cuda":
         torch.cuda.set_device(device)  # without it every process would also start a CUDA context on GPU 0
-    timeout = datetime.timedelta(seconds=args.timeout)
+    timeout = datetime.timedelta(seconds=timeout_s)
     if "RANK" in os.environ:  # started by torchrun: join the group it prepared
         dist.init_process_group(backend, timeout=timeout)
     else:  # plain `python`: a group of one, no network needed
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    try:
-        seen = {name: os.environ.get(name) for name in
-                ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
-        print(f"[rank {rank}] " + " ".join(f"{k}={v}" for k, v in seen.items())
-              + f" backend={backend} device={device}", flush=True)
-        if rank == args.fail_rank:
-            raise RuntimeError(f"rank {rank} fails on purpose (--fail-rank {args.fail_rank})")
+    return device
 
-        total = torch.tensor([float(rank)], device=device)
-        dist.all_reduce(total)  # every rank ends up with 0 + 1 + ... + (world_size - 1)
-        everyone = [None] * world_size
-        # What this rank's process group really runs on, asked back from torch, not our choice restated.
-        mine = dict(seen, rank=rank, pid=os.getpid(), backend=dist.get_backend(), device=str(total.device),
-                    sum=total.item())
-        dist.all_gather_object(everyone, mine)
-        if rank == 0:
-            print(f"[rank 0] all_reduce of the ranks: {total.item():g} on {world_size} processes")
-            if args.out:
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(json.dumps(dict(backend=dist.get_backend(), ranks=everyone), indent=1))
-    except BaseException:
-        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
-        raise
-    # A clean exit: with gloo a bare destroy_process_group() can abort the process
-    # ("terminate called without an active exception") after all the work is done.
+
+def clean_exit():
+    """Leave the process group so that every rank exits 0. With gloo, a bare destroy_process_group() can
+    abort the process ("terminate called without an active exception") after the work is done: collect
+    what still holds the group (DDP's reducer), wait for every rank, then destroy."""
     gc.collect()
     dist.barrier()
     dist.destroy_process_group()
+
+
+def say_hello(args, device):
+    """Each rank prints what torchrun told it; one all_reduce sums the ranks; rank 0 gathers every view."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    seen = {name: os.environ.get(name) for name in
+            ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    print(f"[rank {rank}] " + " ".join(f"{k}={v}" for k, v in seen.items())
+          + f" backend={dist.get_backend()} device={device}", flush=True)
+    if rank == args.fail_rank:
+        raise RuntimeError(f"rank {rank} fails on purpose (--fail-rank {args.fail_rank})")
+
+    total = torch.tensor([float(rank)], device=device)
+    dist.all_reduce(total)  # every rank ends up with 0 + 1 + ... + (world_size - 1)
+    everyone = [None] * world_size
+    # What this rank's process group really runs on, asked back from torch, not our choice restated.
+    mine = dict(seen, rank=rank, pid=os.getpid(), backend=dist.get_backend(), device=str(total.device),
+                sum=total.item())
+    dist.all_gather_object(everyone, mine)
+    if rank == 0:
+        print(f"[rank 0] all_reduce of the ranks: {total.item():g} on {world_size} processes")
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(dict(backend=dist.get_backend(), ranks=everyone), indent=1))
+
+
+def main():
+    args = parse_args()
+    device = setup_distributed(args.timeout, args.device)
+    try:
+        say_hello(args, device)
+    except BaseException:
+        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
+        raise
+    clean_exit()
 
 
 if __name__ == "__main__":

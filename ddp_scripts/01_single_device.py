@@ -5,6 +5,8 @@
 Devices: one process, on the GPU where CUDA exists (03: split over every visible GPU), else on the
 CPU. Run by this series' tests on the CPU only; the GPU path is checked by tools/gpu_check.py
 (README, "Verified on").
+
+Written by notebooks/01_single_device.ipynb — edit it there.
 """
 
 import argparse
@@ -113,6 +115,7 @@ def stop_if_not_finite(loss, model, epoch, step):
 
 
 def train_one_epoch(model, loader, loss_fn, optimizer, device, epoch):
+    """One pass over the training set; returns its loss and accuracy."""
     model.train()
     total_loss, correct, seen = 0.0, 0, 0
     for step, (images, labels) in enumerate(loader):
@@ -139,9 +142,8 @@ def evaluate(model, loader, device):
     return correct / seen
 
 
-def main():
-    args = parse_args()
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def train(args, device):
+    """Build the data, the model and the optimiser, train for --epochs, and write --out."""
     torch.manual_seed(args.seed)
     train_set, val_set = make_datasets(args.dataset_size, args.num_classes, args.seed)
     train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True)
@@ -162,6 +164,12 @@ def main():
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(dict(device=str(device), history=history), indent=1))
+
+
+def main():
+    args = parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    train(args, device)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
 gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
+
+Written by notebooks/02_ranks.ipynb — edit it there.
 """
 
 import argparse
@@ -98,32 +100,42 @@ def setup_distributed(timeout_s, wanted_device):
     return device
 
 
-def main():
-    args = parse_args()
-    device = setup_distributed(args.timeout, args.device)
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    try:
-        seen = {name: os.environ.get(name) for name in NAMES}
-        # One process per device: on the CPU, count one "device" per local process.
-        devices_per_node = (torch.cuda.device_count() if device.type == "cuda"
-                            else int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
-        me = dict(seen, get_rank=rank, get_world_size=world_size, host=socket.gethostname(),
-                  pid=os.getpid(), device=str(device), devices_per_node=devices_per_node)
-        print(f"[rank {rank}] " + " ".join(f"{k}={v}" for k, v in seen.items())
-              + f" dist.get_rank()={rank} device={device}", flush=True)
-        everyone = [None] * world_size
-        dist.all_gather_object(everyone, me)  # every rank's view, in rank order
-        if rank == 0 and args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(dict(backend=dist.get_backend(), ranks=everyone), indent=1))
-    except BaseException:
-        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
-        raise
-    # A clean exit: with gloo a bare destroy_process_group() can abort the process
-    # ("terminate called without an active exception") after all the work is done.
+def clean_exit():
+    """Leave the process group so that every rank exits 0. With gloo, a bare destroy_process_group() can
+    abort the process ("terminate called without an active exception") after the work is done: collect
+    what still holds the group (DDP's reducer), wait for every rank, then destroy."""
     gc.collect()
     dist.barrier()
     dist.destroy_process_group()
+
+
+def show_ranks(args, device):
+    """Each rank prints what torchrun told it and what torch.distributed says; rank 0 gathers every view."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    seen = {name: os.environ.get(name) for name in NAMES}
+    # One process per device: on the CPU, count one "device" per local process.
+    devices_per_node = (torch.cuda.device_count() if device.type == "cuda"
+                        else int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
+    me = dict(seen, get_rank=rank, get_world_size=world_size, host=socket.gethostname(),
+              pid=os.getpid(), device=str(device), devices_per_node=devices_per_node)
+    print(f"[rank {rank}] " + " ".join(f"{k}={v}" for k, v in seen.items())
+          + f" dist.get_rank()={rank} device={device}", flush=True)
+    everyone = [None] * world_size
+    dist.all_gather_object(everyone, me)  # every rank's view, in rank order
+    if rank == 0 and args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(dict(backend=dist.get_backend(), ranks=everyone), indent=1))
+
+
+def main():
+    args = parse_args()
+    device = setup_distributed(args.timeout, args.device)
+    try:
+        show_ranks(args, device)
+    except BaseException:
+        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
+        raise
+    clean_exit()
 
 
 if __name__ == "__main__":

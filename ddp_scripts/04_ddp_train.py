@@ -6,6 +6,8 @@
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
 gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
+
+Written by notebooks/04_ddp_train.ipynb — edit it there.
 """
 
 import argparse
@@ -132,7 +134,7 @@ def choose_device(cuda_available, gpu_count, local_rank, local_world_size, wante
 
 
 def setup_distributed(timeout_s, wanted_device):
-    """Step 1: join the process group. NCCL and one GPU per process, or gloo and the CPU."""
+    """Join the process group. NCCL and one GPU per process, or gloo and the CPU."""
     local_rank = int(os.environ.get("LOCAL_RANK", 0))  # this process's index on this machine
     local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", 1))  # processes on this machine
     try:
@@ -151,6 +153,22 @@ def setup_distributed(timeout_s, wanted_device):
     else:  # plain `python`: a group of one, no network needed
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     return device
+
+
+def sum_over_ranks(*numbers, device):
+    """Each number summed over all ranks in one all_reduce: every rank gets the same global totals."""
+    totals = torch.tensor(numbers, dtype=torch.float64, device=device)
+    dist.all_reduce(totals, op=dist.ReduceOp.SUM)
+    return totals.tolist()
+
+
+def clean_exit():
+    """Leave the process group so that every rank exits 0. With gloo, a bare destroy_process_group() can
+    abort the process ("terminate called without an active exception") after the work is done: collect
+    what still holds the group (DDP's reducer), wait for every rank, then destroy."""
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def stop_if_not_finite(loss, model, epoch, step):
@@ -178,9 +196,8 @@ def train_one_epoch(model, loader, loss_fn, optimizer, device, epoch):
         total_loss += loss.item() * len(labels)
         correct += (logits.argmax(1) == labels).sum().item()
         seen += len(labels)
-    totals = torch.tensor([total_loss, correct, seen], dtype=torch.float64, device=device)
-    dist.all_reduce(totals)  # sum over ranks, so every rank reports the same global numbers
-    return (totals[0] / totals[2]).item(), (totals[1] / totals[2]).item()
+    total_loss, correct, seen = sum_over_ranks(total_loss, correct, seen, device=device)  # global numbers
+    return total_loss / seen, correct / seen
 
 
 @torch.no_grad()
@@ -193,9 +210,8 @@ def evaluate(model, loader, device):
     return correct / seen
 
 
-def main():
-    args = parse_args()
-    device = setup_distributed(args.timeout, args.device)
+def train(args, device):
+    """Build the data, the model and the optimiser, train for --epochs, and write --out."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(args.seed)  # the same initial weights everywhere (DDP also broadcasts rank 0's)
     train_set, val_set = make_datasets(args.dataset_size, args.num_classes, args.seed)
@@ -210,33 +226,34 @@ def main():
         print(f"{world_size} process(es), backend {dist.get_backend()}, device {device}, "
               f"effective batch {args.batch_size} x {world_size} = {args.batch_size * world_size}")
 
+    history = []
+    for epoch in range(args.epochs):
+        started = time.perf_counter()
+        sampler.set_epoch(epoch)  # a new shuffle each epoch; without it every epoch repeats
+        loss, accuracy = train_one_epoch(ddp_model, train_loader, loss_fn, optimizer, device, epoch)
+        if rank == 0:  # log from one process only
+            val_accuracy = evaluate(model, val_loader, device)
+            history.append(dict(epoch=epoch, loss=loss, accuracy=accuracy, val_accuracy=val_accuracy,
+                                seconds=time.perf_counter() - started))
+            print(f"epoch {epoch}  loss {loss:.4f}  accuracy {accuracy:.1%}  "
+                  f"val accuracy {val_accuracy:.1%}  ({history[-1]['seconds']:.1f} s)", flush=True)
+    if rank == 0 and args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(dict(
+            world_size=world_size, backend=dist.get_backend(), device=str(device),
+            batch_size=args.batch_size, effective_batch_size=args.batch_size * world_size, lr=args.lr,
+            samples_per_rank=len(sampler), steps_per_epoch=len(train_loader), history=history), indent=1))
+
+
+def main():
+    args = parse_args()
+    device = setup_distributed(args.timeout, args.device)  # step 1
     try:
-        history = []
-        for epoch in range(args.epochs):
-            started = time.perf_counter()
-            sampler.set_epoch(epoch)  # a new shuffle each epoch; without it every epoch repeats
-            loss, accuracy = train_one_epoch(ddp_model, train_loader, loss_fn, optimizer, device, epoch)
-            if rank == 0:  # log from one process only
-                val_accuracy = evaluate(model, val_loader, device)
-                history.append(dict(epoch=epoch, loss=loss, accuracy=accuracy, val_accuracy=val_accuracy,
-                                    seconds=time.perf_counter() - started))
-                print(f"epoch {epoch}  loss {loss:.4f}  accuracy {accuracy:.1%}  "
-                      f"val accuracy {val_accuracy:.1%}  ({history[-1]['seconds']:.1f} s)", flush=True)
-        if rank == 0 and args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(dict(
-                world_size=world_size, backend=dist.get_backend(), device=str(device),
-                batch_size=args.batch_size, effective_batch_size=args.batch_size * world_size, lr=args.lr,
-                samples_per_rank=len(sampler), steps_per_epoch=len(train_loader), history=history), indent=1))
+        train(args, device)
     except BaseException:
         dist.destroy_process_group()  # no barrier here: the other ranks may be gone
         raise
-    # A clean exit. With gloo, a bare destroy_process_group() can abort the process
-    # ("terminate called without an active exception") after all the work is done.
-    del ddp_model, optimizer
-    gc.collect()
-    dist.barrier()
-    dist.destroy_process_group()
+    clean_exit()
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
 gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
+
+Written by notebooks/05_rank_aware.ipynb — edit it there.
 """
 
 import argparse
@@ -174,11 +176,30 @@ def setup_distributed(timeout_s, wanted_device):
     return device
 
 
-def global_mean(value, device):
-    """The mean of one number over all ranks: all_reduce(SUM) / world_size, on every backend."""
-    total = torch.tensor([value], dtype=torch.float64, device=device)
-    dist.all_reduce(total, op=dist.ReduceOp.SUM)
-    return total.item() / dist.get_world_size()
+def sum_over_ranks(*numbers, device):
+    """Each number summed over all ranks in one all_reduce: every rank gets the same global totals."""
+    totals = torch.tensor(numbers, dtype=torch.float64, device=device)
+    dist.all_reduce(totals, op=dist.ReduceOp.SUM)
+    return totals.tolist()
+
+
+def mean_with_avg_op(value, device):
+    """A demonstration: the mean of one number over all ranks with ReduceOp.AVG, the other way to average
+    (this series sums with sum_over_ranks, then divides). NCCL has long had AVG, gloo only since 2025:
+    where it is missing, this returns the error's first line instead."""
+    try:
+        mean = torch.tensor([value], dtype=torch.float64, device=device)
+        dist.all_reduce(mean, op=dist.ReduceOp.AVG)
+        return mean.item()
+    except (RuntimeError, ValueError) as error:
+        return f"{type(error).__name__}: {error}".splitlines()[0]
+
+
+def gather_from_every_rank(record):
+    """Every rank's record (a small picklable object), in rank order, on every rank."""
+    everyone = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, record)
+    return everyone
 
 
 # What makes a run this run: a checkpoint written with other values is refused, not mixed in.
@@ -186,10 +207,16 @@ def global_mean(value, device):
 RUN_SETTINGS = ("dataset_size", "val_size", "num_classes", "batch_size", "lr", "seed")
 
 
-def exit_with_error(message):
-    """One line on stderr (from rank 0 only), exit code 2: bad input found before any work."""
-    if os.environ.get("RANK", "0") == "0":
-        print(f"{Path(sys.argv[0]).name}: error: {message}", file=sys.stderr, flush=True)
+def exit_with_error(message, grace_s=15):
+    """One line on stderr, exit code 2: bad input found before any work. Every rank finds the same, and
+    rank 0 says it. The others first wait for torchrun to stop them once rank 0 has exited: a rank that
+    exited first would get rank 0 stopped, perhaps before its line is out. A rank still running after
+    the wait found a problem of its own (a file only it cannot read), and says so itself."""
+    rank = int(os.environ.get("RANK", 0))
+    if rank != 0:
+        time.sleep(grace_s)
+    who = "" if rank == 0 else f"[rank {rank}] "
+    print(f"{Path(sys.argv[0]).name}: error: {who}{message}", file=sys.stderr, flush=True)
     sys.exit(2)
 
 
@@ -232,6 +259,16 @@ def read_checkpoint(path, settings):
     return state
 
 
+def resume(state, model, optimizer):
+    """Load the checkpoint (None: start from scratch) into model and optimizer; returns the epoch to start at.
+    Every rank loads the same file, onto its own device, before the model is wrapped in DDP."""
+    if state is None:
+        return 0
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    return state["epoch"] + 1
+
+
 def stop_if_not_finite(loss, model, epoch, step):
     """Stop at the first nan or inf, before optimizer.step() writes it into the weights. One rank's nan
     is every rank's: backward all-reduced the gradients, so every rank stops here, at the same step."""
@@ -240,6 +277,60 @@ def stop_if_not_finite(loss, model, epoch, step):
         what = "loss" if not loss.isfinite() else "gradients (averaged over all ranks)"
         raise SystemExit(f"[rank {dist.get_rank()}] stopping: non-finite {what} at epoch {epoch}, step {step} "
                          f"(loss on this rank {loss.item():.4g}); try a smaller --lr")
+
+
+def train_one_epoch(model, loader, loss_fn, optimizer, device, epoch):
+    """One pass over this rank's shard; returns loss and accuracy averaged over all ranks."""
+    model.train()
+    total_loss, correct, seen = 0.0, 0, 0
+    for step, (images, labels) in enumerate(loader):
+        images, labels = images.to(device), labels.to(device)
+        logits = model(images)
+        loss = loss_fn(logits, labels)
+        optimizer.zero_grad()
+        loss.backward()  # DDP averages the gradients across ranks here
+        stop_if_not_finite(loss, model, epoch, step)
+        optimizer.step()
+        total_loss += loss.item() * len(labels)
+        correct += (logits.argmax(1) == labels).sum().item()
+        seen += len(labels)
+    total_loss, correct, seen = sum_over_ranks(total_loss, correct, seen, device=device)  # global numbers
+    return total_loss / seen, correct / seen
+
+
+def print_like_the_post(data_device, model, step, loss):
+    """The --post-log demonstration: the source post's log, printed by every rank at every step."""
+    print(f"data: {data_device}, model: {next(model.parameters()).device}\n"
+          f"Step: {step}, Loss: {loss.item()}", flush=True)
+
+
+class ShardLoss:
+    """CrossEntropyLoss that also counts this rank's own loss and accuracy, the numbers a log of this rank
+    alone would show (train_one_epoch returns those of all ranks). The lesson's per-step demonstrations
+    hook in here too, so that the training loop stays 04's: --post-log and --nan-rank."""
+
+    def __init__(self, model, post_log=False, nan_rank=-1):
+        self.cross_entropy = nn.CrossEntropyLoss()
+        self.model, self.post_log, self.nan_rank = model, post_log, nan_rank
+        self.start_epoch()
+
+    def start_epoch(self):
+        self.step, self.total_loss, self.correct, self.seen = 0, 0.0, 0, 0
+
+    def __call__(self, logits, labels):
+        loss = self.cross_entropy(logits, labels)
+        if dist.get_rank() == self.nan_rank and self.step == 1:  # the demonstration: one rank's loss turns nan
+            loss = loss * float("nan")
+        if self.post_log:
+            print_like_the_post(labels.device, self.model, self.step, loss)
+        self.total_loss += loss.item() * len(labels)
+        self.correct += (logits.argmax(1) == labels).sum().item()
+        self.seen += len(labels)
+        self.step += 1
+        return loss
+
+    def this_ranks_numbers(self):
+        return dict(loss=self.total_loss / self.seen, accuracy=self.correct / self.seen)
 
 
 @torch.no_grad()
@@ -253,14 +344,13 @@ def correct_per_sample(model, dataset, indices, device):
     return torch.cat(results)
 
 
-def evaluate(model, val_set, device):
+def evaluate_three_ways(model, val_set, device):
     """Correct predictions on the validation set, counted three ways; only the last two are exact."""
     rank, world_size, n = dist.get_rank(), dist.get_world_size(), len(val_set)
     # 1. DistributedSampler pads: it repeats indices until every rank has the same number.
     padded = torch.tensor(list(DistributedSampler(val_set, shuffle=False)), device=device)
     correct = correct_per_sample(model, val_set, padded.tolist(), device)
-    naive = torch.stack([correct.sum(), torch.tensor(len(correct), device=device)]).double()
-    dist.all_reduce(naive)
+    naive = sum_over_ranks(correct.sum().item(), len(correct), device=device)
     # 2. Gather (index, correct) from every rank, and count each index once.
     all_indices = [torch.empty_like(padded) for _ in range(world_size)]
     all_correct = [torch.empty_like(correct) for _ in range(world_size)]
@@ -269,12 +359,103 @@ def evaluate(model, val_set, device):
     unique = dict(zip(torch.cat(all_indices).tolist(), torch.cat(all_correct).tolist()))
     # 3. Shard without padding: rank r takes r, r + N, r + 2N, ... (shards may differ in size by one).
     mine = correct_per_sample(model, val_set, range(rank, n, world_size), device)
-    exact = torch.stack([mine.sum(), torch.tensor(len(mine), device=device)]).double()
-    dist.all_reduce(exact)
+    exact = sum_over_ranks(mine.sum().item(), len(mine), device=device)
     return dict(
         padded=dict(correct=int(naive[0]), samples=int(naive[1])),
         gathered=dict(correct=sum(unique.values()), samples=len(unique)),
         unpadded=dict(correct=int(exact[0]), samples=int(exact[1])))
+
+
+def evaluate_on_rank_0_only(model, val_set, device):
+    """The --trap demonstration, WRONG on purpose: rank 0 alone calls evaluate_three_ways(), whose
+    collectives the other ranks never join. Rank 0 waits in them, the others at the barrier, until
+    --timeout ends it."""
+    print("[rank 0] computing the validation accuracy for the checkpoint...", flush=True)
+    evaluate_three_ways(model, val_set, device)
+
+
+def save_to_slow_storage(seconds):
+    """The --slow-save demonstration: correct code, slow storage. Rank 0 takes this much longer to save,
+    and the other ranks wait at the barrier meanwhile (at most --timeout)."""
+    print(f"[rank 0] saving takes {seconds:g} s (slow storage)...", flush=True)
+    time.sleep(seconds)
+
+
+def checkpoint_epoch(args, model, optimizer, epoch, settings, val_set, device):
+    """Global rank 0 saves; every rank waits at the barrier, so nobody reads or overwrites the checkpoint
+    before it is complete (the barrier waits at most --timeout)."""
+    if dist.get_rank() == 0:
+        if args.trap:
+            evaluate_on_rank_0_only(model, val_set, device)
+        if args.slow_save:
+            save_to_slow_storage(args.slow_save)
+        save_checkpoint(args.checkpoint, model, optimizer, epoch, settings)
+    dist.barrier()
+
+
+def evaluate_and_report(args, model, val_set, device, training):
+    """Every rank evaluates (the counts take collectives); rank 0 adds the count of one process that sees
+    all the data, prints them, and writes what the run measured to --out."""
+    val_accuracy = evaluate_three_ways(model, val_set, device)
+    if dist.get_rank() == 0:
+        reference = correct_per_sample(model, val_set, range(len(val_set)), device)  # one process, all data
+        val_accuracy["single_process"] = dict(correct=int(reference.sum()), samples=len(reference))
+        print("[rank 0] validation accuracy: " + ", ".join(f"{name} {r['correct']}/{r['samples']}"
+                                                           for name, r in val_accuracy.items()), flush=True)
+        if args.out:
+            report = dict(world_size=dist.get_world_size(), backend=dist.get_backend(), device=str(device),
+                          **training, val_accuracy=val_accuracy)
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(report, indent=1))
+
+
+def train(args, settings, state, device):
+    """Resume or start, train with a log from rank 0 and a checkpoint each epoch, then evaluate."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(args.seed)
+    train_set, val_set = make_datasets(args.dataset_size, args.val_size, args.num_classes, args.seed)
+    sampler = DistributedSampler(train_set, shuffle=True, seed=args.seed)
+    train_loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
+    model = Model(args.num_classes).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    start_epoch = resume(state, model, optimizer)
+    ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+    loss_fn = ShardLoss(ddp_model, post_log=args.post_log, nan_rank=args.nan_rank)
+    if rank == 0:
+        print(f"[rank 0] {world_size} process(es), backend {dist.get_backend()}, "
+              + (f"resuming at epoch {start_epoch}" if start_epoch else "starting from scratch"), flush=True)
+
+    history, orders = [], {}
+    for epoch in range(start_epoch, args.epochs):
+        started = time.perf_counter()
+        sampler.set_epoch(epoch)  # a new shuffle each epoch
+        order = list(sampler)  # the indices this rank will train on, in order (the loader draws the same)
+        loss_fn.start_epoch()
+        loss, accuracy = train_one_epoch(ddp_model, train_loader, loss_fn, optimizer, device, epoch)  # over all ranks
+        if args.post_log:
+            print(f"Epoch {epoch} Finished !", flush=True)
+        mine = loss_fn.this_ranks_numbers()  # this rank's shard alone: what the post's log shows
+        avg_op_loss = mean_with_avg_op(mine["loss"], device)  # the same mean with ReduceOp.AVG, to compare
+        everyone = gather_from_every_rank(dict(mine, order=order))
+        orders[epoch] = [e.pop("order") for e in everyone]
+        if args.checkpoint:
+            checkpoint_epoch(args, model, optimizer, epoch, settings, val_set, device)
+        if rank == 0:  # one log line per epoch, with numbers that describe all ranks
+            history.append(dict(epoch=epoch, loss=loss, accuracy=accuracy, avg_op_loss=avg_op_loss,
+                                ranks=everyone, seconds=time.perf_counter() - started))
+            print(f"[rank 0] epoch {epoch}  loss {loss:.4f} (rank 0 alone: {mine['loss']:.4f})  "
+                  f"accuracy {accuracy:.1%} (rank 0 alone: {mine['accuracy']:.1%})", flush=True)
+
+    evaluate_and_report(args, model, val_set, device, dict(start_epoch=start_epoch, history=history, orders=orders))
+
+
+def clean_exit():
+    """Leave the process group so that every rank exits 0. With gloo, a bare destroy_process_group() can
+    abort the process ("terminate called without an active exception") after the work is done: collect
+    what still holds the group (DDP's reducer), wait for every rank, then destroy."""
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def main():
@@ -282,99 +463,12 @@ def main():
     settings = {name: getattr(args, name) for name in RUN_SETTINGS}
     state = read_checkpoint(args.checkpoint, settings)  # before any work: a bad file is an error now
     device = setup_distributed(args.timeout, args.device)
-    rank, world_size = dist.get_rank(), dist.get_world_size()
     try:
-        torch.manual_seed(args.seed)
-        train_set, val_set = make_datasets(args.dataset_size, args.val_size, args.num_classes, args.seed)
-        sampler = DistributedSampler(train_set, shuffle=True, seed=args.seed)
-        train_loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
-        model = Model(args.num_classes).to(device)
-        optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-        start_epoch = 0
-        if state:  # every rank loads the same file, onto its own device
-            model.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-            start_epoch = state["epoch"] + 1
-            del state
-        ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
-        loss_fn = nn.CrossEntropyLoss()
-        if rank == 0:
-            print(f"[rank 0] {world_size} process(es), backend {dist.get_backend()}, "
-                  + (f"resuming at epoch {start_epoch}" if start_epoch else "starting from scratch"), flush=True)
-
-        history, orders = [], {}
-        for epoch in range(start_epoch, args.epochs):
-            started = time.perf_counter()
-            sampler.set_epoch(epoch)  # a new shuffle each epoch
-            order = list(sampler)  # the indices this rank will train on, in order (the loader draws the same)
-            ddp_model.train()
-            total_loss, correct, seen = 0.0, 0, 0
-            for step, (images, labels) in enumerate(train_loader):
-                images, labels = images.to(device), labels.to(device)
-                logits = ddp_model(images)
-                loss = loss_fn(logits, labels)
-                if rank == args.nan_rank and step == 1:  # the demonstration: one rank's loss turns nan
-                    loss = loss * float("nan")
-                optimizer.zero_grad()
-                loss.backward()
-                stop_if_not_finite(loss, ddp_model, epoch, step)
-                optimizer.step()
-                if args.post_log:  # the source post's log: every rank prints every step
-                    print(f"data: {images.device}, model: {next(ddp_model.parameters()).device}\n"
-                          f"Step: {step}, Loss: {loss.item()}", flush=True)
-                total_loss += loss.item() * len(labels)
-                correct += (logits.argmax(1) == labels).sum().item()
-                seen += len(labels)
-            if args.post_log:
-                print(f"Epoch {epoch} Finished !", flush=True)
-            local = dict(loss=total_loss / seen, accuracy=correct / seen)
-            world = {key: global_mean(value, device) for key, value in local.items()}  # same on every rank
-            try:  # ReduceOp.AVG: NCCL has long had it, gloo only since 2025; SUM / world_size works everywhere
-                avg = torch.tensor([local["loss"]], dtype=torch.float64, device=device)
-                dist.all_reduce(avg, op=dist.ReduceOp.AVG)
-                avg_loss = avg.item()
-            except (RuntimeError, ValueError) as error:
-                avg_loss = f"{type(error).__name__}: {error}".splitlines()[0]
-            everyone = [None] * world_size
-            dist.all_gather_object(everyone, dict(local, order=order))
-            orders[epoch] = [e.pop("order") for e in everyone]
-
-            if args.checkpoint:
-                if rank == 0:
-                    if args.trap:  # WRONG: a collective only rank 0 calls; the others never join it
-                        print("[rank 0] computing the validation accuracy for the checkpoint...", flush=True)
-                        evaluate(model, val_set, device)
-                    if args.slow_save:  # correct code, slow storage: the others wait at the barrier meanwhile
-                        print(f"[rank 0] saving takes {args.slow_save:g} s (slow storage)...", flush=True)
-                        time.sleep(args.slow_save)
-                    save_checkpoint(args.checkpoint, model, optimizer, epoch, settings)
-                dist.barrier()  # nobody reads or overwrites the checkpoint before it is complete (waits --timeout)
-            if rank == 0:  # one log line per epoch, with numbers that describe all ranks
-                history.append(dict(epoch=epoch, loss=world["loss"], accuracy=world["accuracy"],
-                                    avg_op_loss=avg_loss, ranks=everyone, seconds=time.perf_counter() - started))
-                print(f"[rank 0] epoch {epoch}  loss {world['loss']:.4f} (rank 0 alone: {local['loss']:.4f})  "
-                      f"accuracy {world['accuracy']:.1%} (rank 0 alone: {local['accuracy']:.1%})", flush=True)
-
-        accuracy = evaluate(model, val_set, device)  # every rank calls it: it contains collectives
-        if rank == 0:
-            reference = correct_per_sample(model, val_set, range(len(val_set)), device)  # one process, all data
-            accuracy["single_process"] = dict(correct=int(reference.sum()), samples=len(reference))
-            print("[rank 0] validation accuracy: " + ", ".join(f"{name} {r['correct']}/{r['samples']}"
-                                                               for name, r in accuracy.items()), flush=True)
-            if args.out:
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(json.dumps(dict(
-                    world_size=world_size, backend=dist.get_backend(), device=str(device),
-                    start_epoch=start_epoch, history=history, orders=orders, val_accuracy=accuracy), indent=1))
+        train(args, settings, state, device)
     except BaseException:
         dist.destroy_process_group()  # no barrier here: the other ranks may be gone
         raise
-    # A clean exit. With gloo, a bare destroy_process_group() can abort the process
-    # ("terminate called without an active exception") after all the work is done.
-    del ddp_model, optimizer
-    gc.collect()
-    dist.barrier()
-    dist.destroy_process_group()
+    clean_exit()
 
 
 if __name__ == "__main__":

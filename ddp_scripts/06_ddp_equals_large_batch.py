@@ -13,6 +13,8 @@ controls that must NOT match, and a model whose branch is unused in some steps (
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
 gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
+
+Written by notebooks/06_ddp_equals_large_batch.ipynb — edit it there.
 """
 
 import argparse
@@ -165,7 +167,7 @@ def choose_device(cuda_available, gpu_count, local_rank, local_world_size, wante
 
 
 def setup_distributed(timeout_s, wanted_device):
-    """Join the process group: NCCL and one GPU per process, or gloo and the CPU."""
+    """Join the process group. NCCL and one GPU per process, or gloo and the CPU."""
     local_rank = int(os.environ.get("LOCAL_RANK", 0))  # this process's index on this machine
     local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", 1))  # processes on this machine
     try:
@@ -184,6 +186,15 @@ def setup_distributed(timeout_s, wanted_device):
     else:  # plain `python`: a group of one, no network needed
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     return device
+
+
+def clean_exit():
+    """Leave the process group so that every rank exits 0. With gloo, a bare destroy_process_group() can
+    abort the process ("terminate called without an active exception") after the work is done: collect
+    what still holds the group (DDP's reducer), wait for every rank, then destroy."""
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def wrap(model, device, **kwargs):
@@ -380,62 +391,63 @@ def unused_parameters(args, device, train_set, timed_steps=10):
         cost_static_graph=run(timed_steps, always, static_graph=True))
 
 
-def main():
-    args = parse_args()
-    device = setup_distributed(args.timeout, args.device)
+def run_experiments(args, device):
+    """Every comparison and demonstration of lesson 06, in one launch; rank 0 prints them and writes --out."""
     # On recent GPUs float32 convolutions may use TF32 (about 3 significant digits): it would swamp
     # the rounding differences this script measures, so the comparison runs without it.
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     rank, world_size = dist.get_rank(), dist.get_world_size()
     train_set, _ = make_datasets(args.dataset_size, args.num_classes, args.seed)
+    started = time.perf_counter()
+    results = dict(world_size=world_size, backend=dist.get_backend(), device=str(device),
+                   batch_size=args.batch_size, global_batch=args.batch_size * world_size)
+    results["anatomy"] = anatomy(args, device, train_set)
+    results["sgd"] = experiment(args, device, train_set, "sgd")
+    results["adam"] = experiment(args, device, train_set, "adam")
+    results["sgd_float32"] = experiment(args, device, train_set, "sgd", torch.float32)
+    results["adam_float32"] = experiment(args, device, train_set, "adam", torch.float32)
+    results["loss_sum"] = experiment(args, device, train_set, "sgd", loss_sum=True)
+    results["batch_norm"] = experiment(args, device, train_set, "sgd", batch_norm=True)
+    if device.type == "cuda":  # SyncBatchNorm: statistics over the global batch (GPU only)
+        results["sync_batch_norm"] = experiment(args, device, train_set, "sgd", batch_norm=True, sync_bn=True)
+    else:
+        try:
+            wrap(nn.SyncBatchNorm.convert_sync_batchnorm(Model(args.num_classes, batch_norm=True)), device)
+        except ValueError as error:
+            results["sync_batch_norm"] = dict(error=str(error))
+    results["no_set_epoch"] = experiment(args, device, train_set, "sgd", set_epoch=False)
+    if world_size > 1:  # a dataset size N does not divide: padded (the default), then drop_last=True
+        ragged_size = next(n for n in itertools.count(args.dataset_size + 1) if n % world_size)
+        ragged_set, _ = make_datasets(ragged_size, args.num_classes, args.seed)
+        results["padded"] = experiment(args, device, ragged_set, "sgd", drop_last=False)
+        results["padded_drop_last"] = experiment(args, device, ragged_set, "sgd", drop_last=True)
+    results["dropout"] = experiment(args, device, train_set, "sgd", dropout=0.5)
+    results["unused"] = unused_parameters(args, device, train_set)
+    results["seconds"] = time.perf_counter() - started
+    if rank == 0:
+        for name in ("sgd", "adam", "sgd_float32", "adam_float32", "loss_sum", "batch_norm",
+                     "sync_batch_norm", "no_set_epoch", "padded", "padded_drop_last", "dropout"):
+            r = results.get(name, {})
+            if "max_rel" in r:
+                print(f"N={world_size} {name:16s} {r['steps']:3d} steps  max |Δ| {r['max_abs']:.2e}  "
+                      f"relative {r['max_rel']:.2e}", flush=True)
+            elif r:
+                print(f"N={world_size} {name:16s} {r['error']}", flush=True)
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(results, indent=1))
+
+
+def main():
+    args = parse_args()
+    device = setup_distributed(args.timeout, args.device)
     try:
-        started = time.perf_counter()
-        results = dict(world_size=world_size, backend=dist.get_backend(), device=str(device),
-                       batch_size=args.batch_size, global_batch=args.batch_size * world_size)
-        results["anatomy"] = anatomy(args, device, train_set)
-        results["sgd"] = experiment(args, device, train_set, "sgd")
-        results["adam"] = experiment(args, device, train_set, "adam")
-        results["sgd_float32"] = experiment(args, device, train_set, "sgd", torch.float32)
-        results["adam_float32"] = experiment(args, device, train_set, "adam", torch.float32)
-        results["loss_sum"] = experiment(args, device, train_set, "sgd", loss_sum=True)
-        results["batch_norm"] = experiment(args, device, train_set, "sgd", batch_norm=True)
-        if device.type == "cuda":  # SyncBatchNorm: statistics over the global batch (GPU only)
-            results["sync_batch_norm"] = experiment(args, device, train_set, "sgd", batch_norm=True, sync_bn=True)
-        else:
-            try:
-                wrap(nn.SyncBatchNorm.convert_sync_batchnorm(Model(args.num_classes, batch_norm=True)), device)
-            except ValueError as error:
-                results["sync_batch_norm"] = dict(error=str(error))
-        results["no_set_epoch"] = experiment(args, device, train_set, "sgd", set_epoch=False)
-        if world_size > 1:  # a dataset size N does not divide: padded (the default), then drop_last=True
-            ragged_size = next(n for n in itertools.count(args.dataset_size + 1) if n % world_size)
-            ragged_set, _ = make_datasets(ragged_size, args.num_classes, args.seed)
-            results["padded"] = experiment(args, device, ragged_set, "sgd", drop_last=False)
-            results["padded_drop_last"] = experiment(args, device, ragged_set, "sgd", drop_last=True)
-        results["dropout"] = experiment(args, device, train_set, "sgd", dropout=0.5)
-        results["unused"] = unused_parameters(args, device, train_set)
-        results["seconds"] = time.perf_counter() - started
-        if rank == 0:
-            for name in ("sgd", "adam", "sgd_float32", "adam_float32", "loss_sum", "batch_norm",
-                         "sync_batch_norm", "no_set_epoch", "padded", "padded_drop_last", "dropout"):
-                r = results.get(name, {})
-                if "max_rel" in r:
-                    print(f"N={world_size} {name:16s} {r['steps']:3d} steps  max |Δ| {r['max_abs']:.2e}  "
-                          f"relative {r['max_rel']:.2e}", flush=True)
-                elif r:
-                    print(f"N={world_size} {name:16s} {r['error']}", flush=True)
-            if args.out:
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(json.dumps(results, indent=1))
+        run_experiments(args, device)
     except BaseException:
         dist.destroy_process_group()  # no barrier here: the other ranks may be gone
         raise
-    # A clean exit: with gloo a bare destroy_process_group() can abort the process
-    # ("terminate called without an active exception") after all the work is done.
-    gc.collect()
-    dist.barrier()
-    dist.destroy_process_group()
+    clean_exit()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ comparable across process counts. NCCL and GPU tensors where CUDA exists, gloo a
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
 gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
+
+Written by notebooks/07_performance.ipynb — edit it there.
 """
 
 import argparse
@@ -118,7 +120,7 @@ def choose_device(cuda_available, gpu_count, local_rank, local_world_size, wante
 
 
 def setup_distributed(timeout_s, wanted_device):
-    """Join the process group: NCCL and one GPU per process, or gloo and the CPU."""
+    """Join the process group. NCCL and one GPU per process, or gloo and the CPU."""
     local_rank = int(os.environ.get("LOCAL_RANK", 0))  # this process's index on this machine
     local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", 1))  # processes on this machine
     try:
@@ -137,6 +139,15 @@ def setup_distributed(timeout_s, wanted_device):
     else:  # plain `python`: a group of one, no network needed
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     return device
+
+
+def clean_exit():
+    """Leave the process group so that every rank exits 0. With gloo, a bare destroy_process_group() can
+    abort the process ("terminate called without an active exception") after the work is done: collect
+    what still holds the group (DDP's reducer), wait for every rank, then destroy."""
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def sync(device):
@@ -160,43 +171,44 @@ def bench_one(nbytes, iters, warmup, device):
     return tensor.numel(), seconds.item()
 
 
+def benchmark(args, device):
+    """One row per message size, --min-bytes to --max-bytes doubling; rank 0 prints the table and writes --out."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    sizes, nbytes = [], args.min_bytes
+    while nbytes <= args.max_bytes:
+        sizes.append(nbytes)
+        nbytes *= 2
+    rows = []
+    if rank == 0:
+        print(f"# all_reduce, {n} processes, backend {dist.get_backend()}, device {device}, "
+              f"float32, sum, {args.iters} iterations (+{args.warmup} warm-up), slowest rank")
+        print(f"# {'size':>12} {'count':>12} {'time':>10} {'algbw':>8} {'busbw':>8}")
+        print(f"# {'(B)':>12} {'(elements)':>12} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8}", flush=True)
+    for nbytes in sizes:
+        count, seconds = bench_one(nbytes, args.iters, args.warmup, device)
+        algbw = count * 4 / seconds / 1e9
+        busbw = algbw * 2 * (n - 1) / n
+        rows.append(dict(bytes=count * 4, count=count, time_us=seconds * 1e6, algbw_gbps=algbw, busbw_gbps=busbw))
+        if rank == 0:
+            print(f"  {count * 4:>12} {count:>12} {seconds * 1e6:>10.1f} {algbw:>8.3f} {busbw:>8.3f}", flush=True)
+    if rank == 0:
+        large = [r["busbw_gbps"] for r in rows if r["bytes"] >= 2**20] or [rows[-1]["busbw_gbps"]]
+        print(f"# avg busbw over sizes >= 1 MiB: {sum(large) / len(large):.3f} GB/s")
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(dict(world_size=n, backend=dist.get_backend(), device=str(device),
+                                                iters=args.iters, rows=rows), indent=1))
+
+
 def main():
     args = parse_args()
     device = setup_distributed(args.timeout, args.device)
-    rank, n = dist.get_rank(), dist.get_world_size()
     try:
-        sizes, nbytes = [], args.min_bytes
-        while nbytes <= args.max_bytes:
-            sizes.append(nbytes)
-            nbytes *= 2
-        rows = []
-        if rank == 0:
-            print(f"# all_reduce, {n} processes, backend {dist.get_backend()}, device {device}, "
-                  f"float32, sum, {args.iters} iterations (+{args.warmup} warm-up), slowest rank")
-            print(f"# {'size':>12} {'count':>12} {'time':>10} {'algbw':>8} {'busbw':>8}")
-            print(f"# {'(B)':>12} {'(elements)':>12} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8}", flush=True)
-        for nbytes in sizes:
-            count, seconds = bench_one(nbytes, args.iters, args.warmup, device)
-            algbw = count * 4 / seconds / 1e9
-            busbw = algbw * 2 * (n - 1) / n
-            rows.append(dict(bytes=count * 4, count=count, time_us=seconds * 1e6, algbw_gbps=algbw, busbw_gbps=busbw))
-            if rank == 0:
-                print(f"  {count * 4:>12} {count:>12} {seconds * 1e6:>10.1f} {algbw:>8.3f} {busbw:>8.3f}", flush=True)
-        if rank == 0:
-            large = [r["busbw_gbps"] for r in rows if r["bytes"] >= 2**20] or [rows[-1]["busbw_gbps"]]
-            print(f"# avg busbw over sizes >= 1 MiB: {sum(large) / len(large):.3f} GB/s")
-            if args.out:
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(json.dumps(dict(world_size=n, backend=dist.get_backend(), device=str(device),
-                                                    iters=args.iters, rows=rows), indent=1))
+        benchmark(args, device)
     except BaseException:
         dist.destroy_process_group()  # no barrier here: the other ranks may be gone
         raise
-    # A clean exit: with gloo a bare destroy_process_group() can abort the process
-    # ("terminate called without an active exception") after all the work is done.
-    gc.collect()
-    dist.barrier()
-    dist.destroy_process_group()
+    clean_exit()
 
 
 if __name__ == "__main__":

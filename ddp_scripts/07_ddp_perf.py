@@ -10,6 +10,8 @@ with --data-parallel N also times nn.DataParallel over N GPUs.
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
 gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
+
+Written by notebooks/07_performance.ipynb — edit it there.
 """
 
 import argparse
@@ -84,6 +86,14 @@ def writable_file(text):
     return path
 
 
+def gpus_here(text):
+    """An argparse type: a number of GPUs, 0 up to as many as this machine has."""
+    value = non_negative_int(text)
+    if value > torch.cuda.device_count():
+        raise argparse.ArgumentTypeError(f"needs {value} GPUs; this machine has {torch.cuda.device_count()}")
+    return value
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch-size", type=positive_int, default=64, help="per process, for the scaling runs")
@@ -96,18 +106,14 @@ def parse_args():
     parser.add_argument("--small-layers", type=positive_int, default=100, help="layers of the many-small-tensors model")
     parser.add_argument("--accumulate", type=positive_int, default=8, help="micro-steps per optimizer step (no_sync)")
     parser.add_argument("--micro-batch", type=positive_int, default=16, help="samples per process per micro-step")
-    parser.add_argument("--data-parallel", type=non_negative_int, default=0, help="also time nn.DataParallel on N GPUs")
+    parser.add_argument("--data-parallel", type=gpus_here, default=0, help="also time nn.DataParallel on N GPUs")
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--device", choices=["auto", "cpu"], default="auto",
                         help="auto: NCCL and one GPU per process where CUDA exists, else gloo and the CPU; "
                              "cpu: gloo and the CPU")
     parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
     parser.add_argument("--out", type=writable_file, help="rank 0 writes every measurement to this JSON file")
-    args = parser.parse_args()
-    if args.data_parallel > torch.cuda.device_count():
-        parser.error(f"--data-parallel {args.data_parallel} needs that many GPUs; this machine has "
-                     f"{torch.cuda.device_count()}")
-    return args
+    return parser.parse_args()
 
 
 def choose_device(cuda_available, gpu_count, local_rank, local_world_size, wanted="auto"):
@@ -127,7 +133,7 @@ def choose_device(cuda_available, gpu_count, local_rank, local_world_size, wante
 
 
 def setup_distributed(timeout_s, wanted_device):
-    """Join the process group: NCCL and one GPU per process, or gloo and the CPU."""
+    """Join the process group. NCCL and one GPU per process, or gloo and the CPU."""
     local_rank = int(os.environ.get("LOCAL_RANK", 0))  # this process's index on this machine
     local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", 1))  # processes on this machine
     try:
@@ -146,6 +152,22 @@ def setup_distributed(timeout_s, wanted_device):
     else:  # plain `python`: a group of one, no network needed
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     return device
+
+
+def sum_over_ranks(*numbers, device):
+    """Each number summed over all ranks in one all_reduce: every rank gets the same global totals."""
+    totals = torch.tensor(numbers, dtype=torch.float64, device=device)
+    dist.all_reduce(totals, op=dist.ReduceOp.SUM)
+    return totals.tolist()
+
+
+def clean_exit():
+    """Leave the process group so that every rank exits 0. With gloo, a bare destroy_process_group() can
+    abort the process ("terminate called without an active exception") after the work is done: collect
+    what still holds the group (DDP's reducer), wait for every rank, then destroy."""
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def mlp(width, num_classes=10):
@@ -197,9 +219,7 @@ def timed(step, steps, warmup, device, cpu=None):
     cpu_seconds = time.process_time() - cpu_started
     cpu_share = cpu_seconds / (time.perf_counter() - wall_started)
     if cpu is not None:
-        total = torch.tensor([cpu_seconds / steps], dtype=torch.float64, device=device)
-        dist.all_reduce(total)
-        cpu.append(total.item())
+        cpu.append(sum_over_ranks(cpu_seconds / steps, device=device)[0])
     return slowest(sorted(times)[len(times) // 2], device), -slowest(-cpu_share, device)
 
 
@@ -377,48 +397,49 @@ def accumulation(args, device):
     return rows
 
 
+def measure(args, device):
+    """Every measurement of lesson 07 in one launch; rank 0 prints them and writes --out."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    results = dict(world_size=world_size, backend=dist.get_backend(), device=str(device),
+                   cpu_count=os.cpu_count(), torch=torch.__version__,
+                   omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
+                   cuda_devices=torch.cuda.device_count(), batch_size=args.batch_size,
+                   mlp_parameters=sum(p.numel() for p in mlp(args.width).parameters()))
+    results["scaling"] = scaling(args, device, world_size)
+    if world_size == 1 and device.type == "cuda" and args.data_parallel >= 2:
+        results["data_parallel"] = data_parallel(args, device)
+    if world_size > 1:  # communication needs someone to talk to
+        results["buckets"] = buckets(args, device)
+        results["bucket_layout"] = bucket_layout(args, device)
+        results["no_sync"] = accumulation(args, device)
+    if rank == 0:
+        for row in results["scaling"]:
+            print(f"{row['processes']} process(es) x {row['threads'] or '-'} thread(s), {row['regime']}: "
+                  f"batch {row['per_process_batch']}/process, {row['ms_per_step']:.1f} ms/step, "
+                  f"{row['samples_per_s']:.0f} samples/s, CPU share {row['cpu_share']:.2f}", flush=True)
+        for row in results.get("data_parallel", []):
+            print(f"{row['kind']} on {row['devices']} GPU(s): {row['ms_per_step']:.1f} ms/step, "
+                  f"memory {[round(m) for m in row['memory_mb_per_device']]} MiB", flush=True)
+        for row in results.get("buckets", []):
+            print(f"bucket_cap_mb {row['bucket_cap_mb']:>7}: {row['allreduce_calls_per_step']:>3} all-reduces "
+                  f"per step, {row['ms_per_step']:.1f} ms/step", flush=True)
+        for row in results.get("no_sync", []):
+            print(f"{row['variant']:32s}: {row['allreduce_calls_per_optimizer_step']:>2} all-reduces, "
+                  f"{row['ms_per_optimizer_step']:.1f} ms per optimizer step", flush=True)
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(results, indent=1))
+
+
 def main():
     args = parse_args()
     device = setup_distributed(args.timeout, args.device)
-    rank, world_size = dist.get_rank(), dist.get_world_size()
     try:
-        results = dict(world_size=world_size, backend=dist.get_backend(), device=str(device),
-                       cpu_count=os.cpu_count(), torch=torch.__version__,
-                       omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
-                       cuda_devices=torch.cuda.device_count(), batch_size=args.batch_size,
-                       mlp_parameters=sum(p.numel() for p in mlp(args.width).parameters()))
-        results["scaling"] = scaling(args, device, world_size)
-        if world_size == 1 and device.type == "cuda" and args.data_parallel >= 2:
-            results["data_parallel"] = data_parallel(args, device)
-        if world_size > 1:  # communication needs someone to talk to
-            results["buckets"] = buckets(args, device)
-            results["bucket_layout"] = bucket_layout(args, device)
-            results["no_sync"] = accumulation(args, device)
-        if rank == 0:
-            for row in results["scaling"]:
-                print(f"{row['processes']} process(es) x {row['threads'] or '-'} thread(s), {row['regime']}: "
-                      f"batch {row['per_process_batch']}/process, {row['ms_per_step']:.1f} ms/step, "
-                      f"{row['samples_per_s']:.0f} samples/s, CPU share {row['cpu_share']:.2f}", flush=True)
-            for row in results.get("data_parallel", []):
-                print(f"{row['kind']} on {row['devices']} GPU(s): {row['ms_per_step']:.1f} ms/step, "
-                      f"memory {[round(m) for m in row['memory_mb_per_device']]} MiB", flush=True)
-            for row in results.get("buckets", []):
-                print(f"bucket_cap_mb {row['bucket_cap_mb']:>7}: {row['allreduce_calls_per_step']:>3} all-reduces "
-                      f"per step, {row['ms_per_step']:.1f} ms/step", flush=True)
-            for row in results.get("no_sync", []):
-                print(f"{row['variant']:32s}: {row['allreduce_calls_per_optimizer_step']:>2} all-reduces, "
-                      f"{row['ms_per_optimizer_step']:.1f} ms per optimizer step", flush=True)
-            if args.out:
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(json.dumps(results, indent=1))
+        measure(args, device)
     except BaseException:
         dist.destroy_process_group()  # no barrier here: the other ranks may be gone
         raise
-    # A clean exit: with gloo a bare destroy_process_group() can abort the process
-    # ("terminate called without an active exception") after all the work is done.
-    gc.collect()
-    dist.barrier()
-    dist.destroy_process_group()
+    clean_exit()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
 gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
+
+Written by notebooks/08_fault_tolerance.ipynb — edit it there.
 """
 
 import argparse
@@ -94,6 +96,14 @@ def writable_folder(text):
     return path
 
 
+def step_or_never(text):
+    """An argparse type: -1 (never) or a global step number, 0 or more."""
+    value = int(text)
+    if value < -1:
+        raise argparse.ArgumentTypeError(f"must be -1 (never) or a step number, got {text}")
+    return value
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=positive_int, default=3)
@@ -108,13 +118,11 @@ def parse_args():
     parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
     parser.add_argument("--snapshot-dir", type=writable_folder, default="snapshot",
                         help="where snapshot.pt lives; storage that every node can read")
-    parser.add_argument("--fail-at-step", type=int, default=-1,
+    parser.add_argument("--fail-at-step", type=step_or_never, default=-1,
                         help="inject a fault (once) before this global step; -1: never")
     parser.add_argument("--fail-rank", type=int, default=1, help="the global rank that fails")
     parser.add_argument("--out", type=writable_file, help="rank 0 writes the metrics and a parameter hash here")
     args = parser.parse_args()
-    if args.fail_at_step < -1:
-        parser.error(f"--fail-at-step must be -1 (never) or a step number, got {args.fail_at_step}")
     world_size = int(os.environ.get("WORLD_SIZE", 1))
     if args.fail_at_step >= 0 and not 0 <= args.fail_rank < world_size:
         parser.error(f"--fail-rank must be a rank of this run (0..{world_size - 1}), got {args.fail_rank}")
@@ -201,10 +209,16 @@ RUN_SETTINGS = ("dataset_size", "num_classes", "batch_size", "lr", "seed")
 SNAPSHOT_KEYS = {"model", "optimizer", "epoch", "step", "rng", "history", "world_size", "settings"}
 
 
-def exit_with_error(message):
-    """One line on stderr (from rank 0 only), exit code 2: bad input found before any work."""
-    if os.environ.get("RANK", "0") == "0":
-        print(f"{Path(sys.argv[0]).name}: error: {message}", file=sys.stderr, flush=True)
+def exit_with_error(message, grace_s=15):
+    """One line on stderr, exit code 2: bad input found before any work. Every rank finds the same, and
+    rank 0 says it. The others first wait for torchrun to stop them once rank 0 has exited: a rank that
+    exited first would get rank 0 stopped, perhaps before its line is out. A rank still running after
+    the wait found a problem of its own (a file only it cannot read), and says so itself."""
+    rank = int(os.environ.get("RANK", 0))
+    if rank != 0:
+        time.sleep(grace_s)
+    who = "" if rank == 0 else f"[rank {rank}] "
+    print(f"{Path(sys.argv[0]).name}: error: {who}{message}", file=sys.stderr, flush=True)
     sys.exit(2)
 
 
@@ -291,6 +305,13 @@ def restore(snapshot, model, optimizer, device):
     return snapshot["epoch"], snapshot["step"], snapshot["history"]
 
 
+def sum_over_ranks(*numbers, device):
+    """Each number summed over all ranks in one all_reduce: every rank gets the same global totals."""
+    totals = torch.tensor(numbers, dtype=torch.float64, device=device)
+    dist.all_reduce(totals, op=dist.ReduceOp.SUM)
+    return totals.tolist()
+
+
 def stop_if_not_finite(loss, model, epoch, step):
     """Stop at the first nan or inf, before optimizer.step() writes it into the weights. One rank's nan
     is every rank's: backward all-reduced the gradients, so every rank stops here, at the same step."""
@@ -299,6 +320,47 @@ def stop_if_not_finite(loss, model, epoch, step):
         what = "loss" if not loss.isfinite() else "gradients (averaged over all ranks)"
         raise SystemExit(f"[rank {dist.get_rank()}] stopping: non-finite {what} at epoch {epoch}, step {step} "
                          f"(loss on this rank {loss.item():.4g}); try a smaller --lr")
+
+
+class InjectedFault:
+    """The demonstration: --fail-at-step K --fail-rank R makes rank R raise before global step K, once. A
+    marker file in the snapshot folder remembers it, so the restarted attempt passes that step."""
+
+    def __init__(self, step, rank, folder, attempt):
+        self.step, self.folder, self.attempt = step, folder, attempt
+        self.marker = folder / f"fault_injected_at_step_{step}"
+        self.armed = step >= 0 and rank == dist.get_rank() and not self.marker.exists()
+
+    def before_step(self, step, epoch):
+        if self.armed and step == self.step:
+            self.marker.touch()
+            log_event(self.folder, event="fault", attempt=self.attempt, rank=dist.get_rank(), step=step)
+            raise RuntimeError(f"injected fault: rank {dist.get_rank()} fails at step {step} (epoch {epoch})")
+
+
+# Not 04's train_one_epoch: this loop must also count the global step (the snapshot stores it), add noise
+# (augmentation, so that the random state matters) and fail on purpose mid-epoch, before a given step.
+def train_one_epoch_with_faults(model, loader, loss_fn, optimizer, device, epoch, step, fault):
+    """One pass over this rank's shard from global step `step`; returns loss and accuracy averaged over all
+    ranks, and the global step after the pass."""
+    model.train()
+    total_loss, correct, seen = 0.0, 0, 0
+    for images, labels in loader:
+        fault.before_step(step, epoch)
+        images, labels = images.to(device), labels.to(device)
+        images = images + 0.05 * torch.randn_like(images)  # augmentation: needs the RNG state
+        logits = model(images)
+        loss = loss_fn(logits, labels)
+        optimizer.zero_grad()
+        loss.backward()  # DDP averages the gradients across ranks here
+        stop_if_not_finite(loss, model, epoch, step)
+        optimizer.step()
+        step += 1
+        total_loss += loss.item() * len(labels)
+        correct += (logits.argmax(1) == labels).sum().item()
+        seen += len(labels)
+    total_loss, correct, seen = sum_over_ranks(total_loss, correct, seen, device=device)  # global numbers
+    return total_loss / seen, correct / seen, step
 
 
 def parameter_hash(model):
@@ -318,12 +380,13 @@ def evaluate(model, loader, device):
     return correct / seen
 
 
-@record  # if this process dies of an exception, torchrun's failure report shows it
-def main():
-    args = parse_args()
-    settings = {name: getattr(args, name) for name in RUN_SETTINGS}
-    snapshot = read_snapshot(args.snapshot_dir, settings)  # before any work: a bad file is an error now
-    device = setup_distributed(args.timeout, args.device)
+def write_json(path, report):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1))
+
+
+def train(args, settings, snapshot, device):
+    """Continue from the snapshot (or start), save a snapshot after every epoch, log every attempt."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", 0))  # 0, then 1 after a restart, ...
     torch.manual_seed(args.seed)  # the same initial weights everywhere
@@ -335,66 +398,59 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     torch.manual_seed(args.seed + 1000 * rank)  # a different augmentation stream per rank
     start_epoch, step, history = restore(snapshot, model, optimizer, device)
-    del snapshot  # its tensors are copied into the model and optimizer
     ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
     loss_fn = nn.CrossEntropyLoss()
+    fault = InjectedFault(args.fail_at_step, args.fail_rank, args.snapshot_dir, attempt)
     if rank == 0:
         source = f"snapshot: epoch {start_epoch}, step {step}" if start_epoch else "scratch"
         print(f"attempt {attempt}: {world_size} process(es), backend {dist.get_backend()}, "
               f"starting from {source}", flush=True)
         log_event(args.snapshot_dir, event="start", attempt=attempt, step=step, epoch=start_epoch)
 
-    try:
-        started = time.perf_counter()
-        for epoch in range(start_epoch, args.epochs):
-            sampler.set_epoch(epoch)  # the shuffle is a function of (seed, epoch): replayable
-            ddp_model.train()
-            totals = torch.zeros(3, dtype=torch.float64, device=device)
-            for images, labels in train_loader:
-                if step == args.fail_at_step and rank == args.fail_rank:
-                    marker = args.snapshot_dir / f"fault_injected_at_step_{step}"
-                    if not marker.exists():  # once: the restarted attempt passes this step
-                        marker.parent.mkdir(parents=True, exist_ok=True)
-                        marker.touch()
-                        log_event(args.snapshot_dir, event="fault", attempt=attempt, rank=rank, step=step)
-                        raise RuntimeError(f"injected fault: rank {rank} fails at step {step} (epoch {epoch})")
-                images, labels = images.to(device), labels.to(device)
-                images = images + 0.05 * torch.randn_like(images)  # augmentation: needs the RNG state
-                logits = ddp_model(images)
-                loss = loss_fn(logits, labels)
-                optimizer.zero_grad()
-                loss.backward()
-                stop_if_not_finite(loss, ddp_model, epoch, step)
-                optimizer.step()
-                step += 1
-                totals += torch.tensor([loss.item() * len(labels), (logits.argmax(1) == labels).sum().item(),
-                                        len(labels)], dtype=torch.float64, device=device)
-            dist.all_reduce(totals)
-            history.append(dict(epoch=epoch, attempt=attempt, loss=(totals[0] / totals[2]).item(),
-                                accuracy=(totals[1] / totals[2]).item(),
-                                val_accuracy=evaluate(model, val_loader, device) if rank == 0 else None))
-            save_snapshot(args.snapshot_dir, model, optimizer, epoch + 1, step, history, device, settings)
-            if rank == 0:
-                h = history[-1]
-                print(f"epoch {epoch}  step {step}  loss {h['loss']:.4f}  accuracy {h['accuracy']:.1%}  "
-                      f"val accuracy {h['val_accuracy']:.1%}  (attempt {attempt}, snapshot saved)", flush=True)
+    started = time.perf_counter()
+    for epoch in range(start_epoch, args.epochs):
+        sampler.set_epoch(epoch)  # the shuffle is a function of (seed, epoch): replayable
+        loss, accuracy, step = train_one_epoch_with_faults(ddp_model, train_loader, loss_fn, optimizer, device,
+                                                           epoch, step, fault)
+        history.append(dict(epoch=epoch, attempt=attempt, loss=loss, accuracy=accuracy,
+                            val_accuracy=evaluate(model, val_loader, device) if rank == 0 else None))
+        save_snapshot(args.snapshot_dir, model, optimizer, epoch + 1, step, history, device, settings)
         if rank == 0:
-            log_event(args.snapshot_dir, event="finish", attempt=attempt, step=step, epoch=args.epochs)
-        if rank == 0 and args.out:
-            events = [json.loads(line) for line in (args.snapshot_dir / "events.jsonl").read_text().splitlines()]
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(dict(
-                world_size=world_size, backend=dist.get_backend(), attempt=attempt, resumed_from_epoch=start_epoch,
-                steps=step, steps_per_epoch=len(train_loader), samples_per_rank=len(sampler),
-                seconds=time.perf_counter() - started, params_sha256=parameter_hash(model),
-                history=history, events=events), indent=1))
-    except BaseException:
-        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
-        raise
-    del ddp_model, optimizer
+            print(f"epoch {epoch}  step {step}  loss {loss:.4f}  accuracy {accuracy:.1%}  val accuracy "
+                  f"{history[-1]['val_accuracy']:.1%}  (attempt {attempt}, snapshot saved)", flush=True)
+
+    if rank == 0:
+        log_event(args.snapshot_dir, event="finish", attempt=attempt, step=step, epoch=args.epochs)
+    if rank == 0 and args.out:
+        events = [json.loads(line) for line in (args.snapshot_dir / "events.jsonl").read_text().splitlines()]
+        write_json(args.out, dict(
+            world_size=world_size, backend=dist.get_backend(), attempt=attempt, resumed_from_epoch=start_epoch,
+            steps=step, steps_per_epoch=len(train_loader), samples_per_rank=len(sampler),
+            seconds=time.perf_counter() - started, params_sha256=parameter_hash(model),
+            history=history, events=events))
+
+
+def clean_exit():
+    """Leave the process group so that every rank exits 0. With gloo, a bare destroy_process_group() can
+    abort the process ("terminate called without an active exception") after the work is done: collect
+    what still holds the group (DDP's reducer), wait for every rank, then destroy."""
     gc.collect()
     dist.barrier()
     dist.destroy_process_group()
+
+
+@record  # if this process dies of an exception, torchrun's failure report shows it
+def main():
+    args = parse_args()
+    settings = {name: getattr(args, name) for name in RUN_SETTINGS}
+    snapshot = read_snapshot(args.snapshot_dir, settings)  # before any work: a bad file is an error now
+    device = setup_distributed(args.timeout, args.device)
+    try:
+        train(args, settings, snapshot, device)
+    except BaseException:
+        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
+        raise
+    clean_exit()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ parameter. Each ends in an error within seconds, never a hang. Without --bug it 
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
 gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
+
+Written by notebooks/09_debugging.ipynb — edit it there.
 """
 
 import argparse
@@ -88,6 +90,7 @@ def choose_device(cuda_available, gpu_count, local_rank, local_world_size, wante
 
 
 def setup_distributed(timeout_s, wanted_device):
+    """Join the process group. NCCL and one GPU per process, or gloo and the CPU."""
     local_rank = int(os.environ.get("LOCAL_RANK", 0))  # this process's index on this machine
     local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", 1))  # processes on this machine
     try:
@@ -101,11 +104,20 @@ def setup_distributed(timeout_s, wanted_device):
     if device.type == "cuda":
         torch.cuda.set_device(device)  # without it every process would also start a CUDA context on GPU 0
     timeout = datetime.timedelta(seconds=timeout_s)
-    if "RANK" in os.environ:
+    if "RANK" in os.environ:  # started by torchrun: join the group it prepared
         dist.init_process_group(backend, timeout=timeout)
-    else:
+    else:  # plain `python`: a group of one, no network needed
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     return device
+
+
+def clean_exit():
+    """Leave the process group so that every rank exits 0. With gloo, a bare destroy_process_group() can
+    abort the process ("terminate called without an active exception") after the work is done: collect
+    what still holds the group (DDP's reducer), wait for every rank, then destroy."""
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def read_next_batch(rank, bug, timeout_s):
@@ -152,49 +164,51 @@ def train_two_steps(device, bug):
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    return model, optimizer
 
 
-def main():
-    args = parse_args()
-    device = setup_distributed(args.timeout, args.device)
+def miniature_training_step(args, device):
+    """Read a batch, all-reduce, save a checkpoint, all-reduce the metrics and per-sample losses, two DDP
+    steps: all correct without --bug, one mistake with it."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
     # monitored_barrier exists only on gloo; an NCCL job makes a gloo group for it
     monitor = dist.new_group(backend="gloo") if dist.get_backend() == "nccl" else None
     print(f"[rank {rank}] pid {os.getpid()}, backend {dist.get_backend()}, "
           f"MASTER_PORT={os.environ.get('MASTER_PORT')}, "
           f"TORCH_DISTRIBUTED_DEBUG={os.environ.get('TORCH_DISTRIBUTED_DEBUG', 'OFF')}", flush=True)
+    batch = read_next_batch(rank, args.bug, args.timeout).to(device)
+    if args.monitored:  # every rank checks in; rank 0 names those that do not, within the timeout
+        dist.monitored_barrier(group=monitor, timeout=datetime.timedelta(seconds=args.timeout),
+                               wait_all_ranks=args.wait_all_ranks)
+    dist.all_reduce(batch)  # the step's gradient all-reduce, in miniature
+
+    with tempfile.TemporaryDirectory() as tmp:
+        save_checkpoint({"weights": batch.cpu()}, Path(tmp) / "checkpoint.pt", rank, args.bug)
+        loss = torch.tensor([float(rank)], device=device)
+        dist.all_reduce(loss)  # the next collective: the epoch's metrics
+
+    # per-sample losses of this rank's validation shard: with --bug shape, rank 1's is one longer
+    shard = 1000 + (1 if args.bug == "shape" and rank == 1 else 0)
+    per_sample = torch.ones(shard, device=device)
+    dist.all_reduce(per_sample)
+
+    train_two_steps(device, args.bug)
+    if rank == 0:
+        print(f"all collectives completed on {world_size} rank(s)", flush=True)
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(dict(world_size=world_size, backend=dist.get_backend(),
+                                                batch_sum=batch.sum().item(), loss_sum=loss.item())))
+
+
+def main():
+    args = parse_args()
+    device = setup_distributed(args.timeout, args.device)
     try:
-        batch = read_next_batch(rank, args.bug, args.timeout).to(device)
-        if args.monitored:  # every rank checks in; rank 0 names those that do not, within the timeout
-            dist.monitored_barrier(group=monitor, timeout=datetime.timedelta(seconds=args.timeout),
-                                   wait_all_ranks=args.wait_all_ranks)
-        dist.all_reduce(batch)  # the step's gradient all-reduce, in miniature
-
-        with tempfile.TemporaryDirectory() as tmp:
-            save_checkpoint({"weights": batch.cpu()}, Path(tmp) / "checkpoint.pt", rank, args.bug)
-            loss = torch.tensor([float(rank)], device=device)
-            dist.all_reduce(loss)  # the next collective: the epoch's metrics
-
-        # per-sample losses of this rank's validation shard: with --bug shape, rank 1's is one longer
-        shard = 1000 + (1 if args.bug == "shape" and rank == 1 else 0)
-        per_sample = torch.ones(shard, device=device)
-        dist.all_reduce(per_sample)
-
-        model, optimizer = train_two_steps(device, args.bug)
-        if rank == 0:
-            print(f"all collectives completed on {world_size} rank(s)", flush=True)
-            if args.out:
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(json.dumps(dict(world_size=world_size, backend=dist.get_backend(),
-                                                    batch_sum=batch.sum().item(), loss_sum=loss.item())))
+        miniature_training_step(args, device)
     except BaseException:
         dist.destroy_process_group()  # no barrier here: the other ranks may be gone
         raise
-    del model, optimizer
-    gc.collect()
-    dist.barrier()
-    dist.destroy_process_group()
+    clean_exit()
 
 
 if __name__ == "__main__":

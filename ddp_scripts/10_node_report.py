@@ -7,6 +7,8 @@
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
 gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
+
+Written by notebooks/10_multi_node.ipynb — edit it there.
 """
 
 import argparse
@@ -76,7 +78,7 @@ def choose_device(cuda_available, gpu_count, local_rank, local_world_size, wante
 
 
 def setup_distributed(timeout_s, wanted_device):
-    """Join the process group: NCCL and one GPU per process, or gloo and the CPU (as in 04)."""
+    """Join the process group. NCCL and one GPU per process, or gloo and the CPU."""
     local_rank = int(os.environ.get("LOCAL_RANK", 0))  # this process's index on this machine
     local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", 1))  # processes on this machine
     try:
@@ -95,6 +97,15 @@ def setup_distributed(timeout_s, wanted_device):
     else:  # plain `python`: a group of one, no network needed
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     return device
+
+
+def clean_exit():
+    """Leave the process group so that every rank exits 0. With gloo, a bare destroy_process_group() can
+    abort the process ("terminate called without an active exception") after the work is done: collect
+    what still holds the group (DDP's reducer), wait for every rank, then destroy."""
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def listening_sockets(pid):
@@ -125,35 +136,37 @@ def listening_sockets(pid):
     return sorted(found)
 
 
+def report_node(args, device):
+    """Each rank says where it runs and what it listens on; rank 0 gathers every report."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    me = dict(
+        rank=rank, world_size=world_size,
+        local_rank=int(os.environ.get("LOCAL_RANK", 0)),  # index on this machine (本機序號)
+        local_world_size=int(os.environ.get("LOCAL_WORLD_SIZE", 1)),  # processes on this machine
+        node_rank=int(os.environ.get("GROUP_RANK", 0)),  # index of this machine (節點序號)
+        nnodes=int(os.environ.get("GROUP_WORLD_SIZE", 1)),
+        hostname=socket.gethostname(), pid=os.getpid(), agent_pid=os.getppid(), device=str(device),
+        master=f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}",
+        listening=dict(worker=listening_sockets(os.getpid()),  # the agent is torchrun, our parent
+                       agent=listening_sockets(os.getppid()) if "TORCHELASTIC_RUN_ID" in os.environ else None))
+    print(f"[rank {rank}] node {me['node_rank']} local rank {me['local_rank']} on {me['hostname']} "
+          f"(pid {me['pid']}, agent pid {me['agent_pid']}, {device})", flush=True)
+    everyone = [None] * world_size
+    dist.all_gather_object(everyone, me)
+    if rank == 0 and args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(dict(backend=dist.get_backend(), ranks=everyone), indent=1))
+
+
 def main():
     args = parse_args()
     device = setup_distributed(args.timeout, args.device)
-    rank, world_size = dist.get_rank(), dist.get_world_size()
     try:
-        me = dict(
-            rank=rank, world_size=world_size,
-            local_rank=int(os.environ.get("LOCAL_RANK", 0)),  # index on this machine (本機序號)
-            local_world_size=int(os.environ.get("LOCAL_WORLD_SIZE", 1)),  # processes on this machine
-            node_rank=int(os.environ.get("GROUP_RANK", 0)),  # index of this machine (節點序號)
-            nnodes=int(os.environ.get("GROUP_WORLD_SIZE", 1)),
-            hostname=socket.gethostname(), pid=os.getpid(), agent_pid=os.getppid(), device=str(device),
-            master=f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}",
-            listening=dict(worker=listening_sockets(os.getpid()),  # the agent is torchrun, our parent
-                           agent=listening_sockets(os.getppid()) if "TORCHELASTIC_RUN_ID" in os.environ else None))
-        print(f"[rank {rank}] node {me['node_rank']} local rank {me['local_rank']} on {me['hostname']} "
-              f"(pid {me['pid']}, agent pid {me['agent_pid']}, {device})", flush=True)
-        everyone = [None] * world_size
-        dist.all_gather_object(everyone, me)
-        if rank == 0 and args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(dict(backend=dist.get_backend(), ranks=everyone), indent=1))
+        report_node(args, device)
     except BaseException:
         dist.destroy_process_group()  # no barrier here: the other ranks may be gone
         raise
-    # A clean exit: with gloo a bare destroy_process_group() can abort the process.
-    gc.collect()
-    dist.barrier()
-    dist.destroy_process_group()
+    clean_exit()
 
 
 if __name__ == "__main__":

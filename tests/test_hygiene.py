@@ -58,7 +58,8 @@ def test_valid_notebook_without_outputs(path):
     nbformat.validate(nbformat.read(path, as_version=4))
     for cell in cells(path):
         if cell["cell_type"] == "code":
-            assert not cell["outputs"] and cell["execution_count"] is None, "commit notebooks without outputs"
+            assert not cell["outputs"] and cell["execution_count"] is None, \
+                "commit notebooks without outputs: run `make clean-notebooks`"
     assert json.loads(path.read_text())["metadata"]["kernelspec"]["name"] == "python3"
 
 
@@ -174,3 +175,23 @@ def test_ci_runs_the_readme_test_command():
     assert "make test" in readme and "make handouts" in readme
     assert (REPO / ".ci" / "run").read_text().strip().endswith("make test")
     assert os.access(REPO / ".ci" / "run", os.X_OK) or sys.platform == "win32"
+
+
+def test_make_clean_notebooks_fixes_a_lesson_saved_with_outputs(tmp_path):
+    """What JupyterLab saves after a run (outputs, counts, widget state, cell timings) is removed; the
+    result is the committed file, byte for byte. The committed lessons are already clean."""
+    tool = [sys.executable, str(REPO / "tools" / "clean_notebooks.py")]
+    assert subprocess.run(tool + ["--check"], capture_output=True, text=True, timeout=60).returncode == 0
+    lesson = NOTEBOOKS / "04_ddp_train.ipynb"
+    nb = json.loads(lesson.read_text())
+    nb["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    for i, cell in enumerate(c for c in nb["cells"] if c["cell_type"] == "code"):
+        cell["execution_count"] = i + 1
+        cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["ran\n"]}]
+        cell["metadata"]["execution"] = {"iopub.execute_input": "2026-12-02T00:00:00Z"}
+    dirty = tmp_path / lesson.name
+    dirty.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    checked = subprocess.run(tool + ["--check", str(dirty)], capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 1 and "not clean" in checked.stdout, checked
+    assert subprocess.run(tool + [str(dirty)], capture_output=True, text=True, timeout=60).returncode == 0
+    assert dirty.read_text() == lesson.read_text()

@@ -66,3 +66,75 @@ def test_runner_rejects_bad_parameters(tmp_path):
         result = run(runner + bad, cwd=tmp_path, timeout=60)
         assert result.returncode == 2, (bad, result.stdout, result.stderr)
         assert result.stderr.strip().splitlines()[-1].startswith("series.py: error:"), result.stderr
+
+
+def edited(notebook, folder, change):
+    """A copy of a lesson (same file name, so the same cache entry) with change(cells) applied."""
+    folder.mkdir(parents=True, exist_ok=True)
+    nb = json.loads(notebook.read_text())
+    change(nb["cells"])
+    copy = folder / notebook.name
+    copy.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    return copy
+
+
+def code_outputs(executed):
+    return [(c["source"], c["outputs"]) for c in json.loads(executed.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+def test_prose_edit_is_exported_without_executing_and_code_edit_executes(tmp_path):
+    """A one-word prose edit merges the new markdown into the cached execution (no cell runs again);
+    an edit to a code cell executes the lesson again."""
+    lesson = NOTEBOOKS / "00_setup.ipynb"
+    first = series.execute(lesson, tmp_path / "out", params={}, force=True)
+    assert first["ok"], first.get("error")
+    executed = tmp_path / "out" / "executed" / lesson.name
+    ran = code_outputs(executed)
+
+    def reword(cells):
+        prose = next(c for c in cells[2:] if c["cell_type"] == "markdown")
+        prose["source"][0] = "Reworded. " + prose["source"][0]
+
+    copy = edited(lesson, tmp_path / "prose", reword)
+    assert series.cache_key(copy, {}) == first["key"] and series.source_hash(copy) != first["source_hash"]
+    merged = series.execute(copy, tmp_path / "out", params={})
+    assert merged["merged"] and not merged["cached"], merged
+    assert code_outputs(executed) == ran, "the merge changed an executed cell"
+    assert "Reworded. " in (tmp_path / "out" / "handouts" / f"{lesson.stem}.html").read_text()
+    assert series.execute(copy, tmp_path / "out", params={})["cached"]
+
+    def recode(cells):
+        code = next(c for c in cells[2:] if c["cell_type"] == "code")
+        code["source"][-1] += "\nprint('a new line of code')"
+
+    recoded = series.execute(edited(copy, tmp_path / "code", recode), tmp_path / "out", params={})
+    assert recoded["ok"] and not recoded["cached"] and not recoded["merged"], recoded
+    assert "a new line of code\n" in "".join(
+        "".join(o.get("text", "")) for c in json.loads(executed.read_text())["cells"] for o in c.get("outputs", []))
+
+
+def test_kernel_runs_over_ipc(tmp_path, capfd):
+    """The runner's kernel talks over local IPC sockets, so ipykernel has no unencrypted TCP to warn about."""
+    import nbformat
+
+    probe = tmp_path / "probe.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from ipykernel.kernelapp import IPKernelApp\nprint(IPKernelApp.instance().transport)")]), probe)
+    series.run_papermill(probe, tmp_path / "ran.ipynb", {}, tmp_path, "probe")
+    printed = nbformat.read(tmp_path / "ran.ipynb", as_version=4).cells[0].outputs[0]["text"]
+    assert printed.strip() == "ipc"
+    assert "without encryption" not in capfd.readouterr().err
+
+
+def test_vendor_files_are_fetched_once_per_build(tmp_path, monkeypatch, capfd):
+    """Without npm the build warns once, not once per lesson (vendor() is not called per export)."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no npm here
+    monkeypatch.setattr(series, "_vendor_urls", {})
+    handouts = tmp_path / "handouts"
+    assert series.vendor_urls(handouts) == {} and series.vendor_urls(handouts) == {}
+    assert capfd.readouterr().err.count("npm is not installed") == 1
+
+
+def test_parameters_are_read_by_papermill():
+    declared = series.declared_parameters(NOTEBOOKS / "04_ddp_train.ipynb")
+    assert declared["nproc_per_node"] == 2 and isinstance(declared["lr"], float), declared

@@ -288,10 +288,7 @@ def check_lesson(papermill, notebook: Path, mode: str, nproc: int, out: Path) ->
     error = ""
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp, environment(**hidden):
         try:
-            papermill.execute_notebook(
-                str(notebook), str(executed), parameters=params, cwd=str(series.make_sandbox(Path(tmp))),
-                kernel_name="python3", progress_bar={"desc": f"  {notebook.stem}", "unit": "cell"},
-                request_save_on_cell_execute=True, execution_timeout=series.CELL_TIMEOUT_S)
+            series.run_papermill(notebook, executed, params, series.make_sandbox(Path(tmp)), notebook.stem)
         except Exception as failure:  # a failed cell, a dead kernel, a missing kernel: all are results
             error = lesson_error(papermill, failure, executed)
     return dict(kind="lesson", name=notebook.name, processes=nproc, ok=not error,

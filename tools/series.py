@@ -11,8 +11,10 @@ For each notebooks/NN_slug.ipynb, in reading order:
      require.js and MathJax served from build/handouts/vendor/ (fetched from the npm registry);
   4. write build/handouts/index.html: titles, summaries, run times, torch, backend, devices.
 
-A lesson is executed again only when its cache key changes: the notebook, the parameters it
-receives, the torch version, ddp_scripts/, notebooks/figures/, notebooks/*.py and this file. --force re-executes.
+A lesson is executed again only when what it runs changes: its code cells (and the tags papermill acts
+on), the parameters it receives, the torch version, ddp_scripts/, notebooks/figures/, notebooks/*.py and
+this file. A lesson whose prose alone changed is not executed again: its new markdown is merged into the
+cached execution and exported. --force re-executes.
 """
 
 from __future__ import annotations
@@ -78,15 +80,10 @@ def title_and_summary(nb_path: Path) -> tuple[str, str]:
 
 
 def declared_parameters(nb_path: Path) -> dict[str, object]:
-    """Names and default values in the cell tagged `parameters`."""
-    for cell in json.loads(nb_path.read_text())["cells"]:
-        if "parameters" in cell.get("metadata", {}).get("tags", []):
-            tree = ast.parse("".join(cell["source"]))
-            return {t.id: ast.literal_eval(node.value)
-                    for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
-                    for t in ([node.target] if isinstance(node, ast.AnnAssign) else node.targets)
-                    if isinstance(t, ast.Name)}
-    return {}
+    """Names and default values in the cell tagged `parameters`, as papermill reads them."""
+    import papermill
+
+    return {name: ast.literal_eval(p["default"]) for name, p in papermill.inspect_notebook(str(nb_path)).items()}
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, object]:
@@ -135,9 +132,25 @@ def parameters_for(nb_path: Path, overrides: dict[str, object]) -> dict[str, obj
     return chosen
 
 
+# Cell tags that change what papermill runs (the rest, e.g. remove-input, only change the handout).
+EXECUTION_TAGS = {"parameters", "raises-exception", "skip-execution"}
+
+
+def code_of(nb_path: Path) -> list[tuple[str, list[str]]]:
+    """What executing a lesson depends on in the notebook itself: each code cell's source and execution tags."""
+    return [("".join(cell["source"]), sorted(EXECUTION_TAGS & set(cell.get("metadata", {}).get("tags", []))))
+            for cell in json.loads(nb_path.read_text())["cells"] if cell["cell_type"] == "code"]
+
+
+def source_hash(nb_path: Path) -> str:
+    """The whole notebook: any edit, prose included, changes it."""
+    return hashlib.sha256(nb_path.read_bytes()).hexdigest()
+
+
 def cache_key(nb_path: Path, params: dict[str, object]) -> str:
+    """Changes when executing the lesson could give a different result; not when only its prose changed."""
     digest = hashlib.sha256()
-    digest.update(nb_path.read_bytes())
+    digest.update(json.dumps(code_of(nb_path)).encode())
     digest.update(json.dumps(params, sort_keys=True).encode())
     digest.update(importlib.metadata.version("torch").encode())
     for path in [Path(__file__), *sorted(SCRIPTS.glob("*")), *sorted(FIGURES.glob("*")),
@@ -187,8 +200,63 @@ def make_sandbox(root: Path) -> Path:
     return root / "notebooks"
 
 
+@contextlib.contextmanager
+def ipc_kernel():
+    """A traitlets config that runs the kernel over local IPC sockets (in a private temporary folder)
+    rather than TCP on localhost, as ipykernel's "running over TCP without encryption" warning asks."""
+    from traitlets.config import Config
+
+    with tempfile.TemporaryDirectory(prefix="kernel-") as sockets:
+        config = Config()
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = str(Path(sockets) / "ipc")  # socket files ipc-1 … ipc-5, removed afterwards
+        yield config
+
+
+def run_papermill(nb_path: Path, executed: Path, params: dict[str, object], workdir: Path, desc: str) -> None:
+    """papermill as the series runs it: in workdir, saved after every cell, over IPC, each cell bounded."""
+    import papermill
+
+    with ipc_kernel() as config:
+        papermill.execute_notebook(
+            str(nb_path), str(executed), parameters=params, cwd=str(workdir), kernel_name="python3",
+            progress_bar={"desc": f"  {desc}", "unit": "cell"}, request_save_on_cell_execute=True,
+            execution_timeout=CELL_TIMEOUT_S, config=config)
+
+
+def merge_prose(nb_path: Path, executed: Path) -> None:
+    """Put the lesson's current cells into its cached execution, keeping the executed code cells' outputs.
+
+    Only called when the code cells are unchanged (same cache key), so the i-th code cell of the lesson is
+    the i-th executed code cell, not counting the cell papermill injected after `parameters`.
+    """
+    import nbformat
+
+    lesson = nbformat.read(nb_path, as_version=4)
+    ran = nbformat.read(executed, as_version=4)
+    injected = [c for c in ran.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    ran_code = iter(c for c in ran.cells if c.cell_type == "code" and c not in injected)
+    cells = []
+    for cell in lesson.cells:
+        if cell.cell_type == "code":
+            done = next(ran_code)
+            assert done.source == cell.source, "merge_prose needs unchanged code cells"
+            cell.outputs, cell.execution_count = done.outputs, done.execution_count
+            kept = {k: v for k, v in done.metadata.items() if k in ("papermill", "execution")}  # timings
+            cell.metadata = nbformat.from_dict({**cell.metadata, **kept})
+        cells.append(cell)
+        if "parameters" in cell.metadata.get("tags", []):
+            cells.extend(injected)
+    ran.cells = cells
+    nbformat.write(ran, executed)
+
+
 def execute(nb_path: Path, out: Path, params: dict[str, object], force: bool = False) -> dict:
-    """Execute one lesson (unless cached) and export its handout. Returns its record."""
+    """Execute one lesson (unless cached) and export its handout. Returns its record.
+
+    record["cached"]: nothing was done; record["merged"]: only the prose changed, so it was merged into
+    the cached execution and exported again, without running a cell.
+    """
     stem = nb_path.stem
     executed = out / "executed" / f"{stem}.ipynb"
     record_path = out / "executed" / f"{stem}.json"
@@ -198,8 +266,16 @@ def execute(nb_path: Path, out: Path, params: dict[str, object], force: bool = F
         if not force and record_path.exists() and handout.exists() and executed.exists():
             record = json.loads(record_path.read_text())
             if record.get("key") == key and record.get("ok"):
-                record["cached"] = True
-                return record
+                if record.get("source_hash") == source_hash(nb_path):
+                    return {**record, "cached": True, "merged": False}
+                started = time.perf_counter()
+                merge_prose(nb_path, executed)
+                export_html(executed, handout)
+                title, summary = title_and_summary(nb_path)  # the index shows the new title and summary
+                record.update(title=title, summary=summary, source_hash=source_hash(nb_path))
+                record_path.write_text(json.dumps(record, indent=1))
+                return {**record, "cached": False, "merged": True,
+                        "merge_seconds": round(time.perf_counter() - started, 1)}
 
         import papermill
 
@@ -209,14 +285,11 @@ def execute(nb_path: Path, out: Path, params: dict[str, object], force: bool = F
         executed.parent.mkdir(parents=True, exist_ok=True)
         title, summary = title_and_summary(nb_path)
         record = dict(name=stem, title=title, summary=summary, params=params, key=key,
-                      **machine(), ok=False, cached=False,
+                      source_hash=source_hash(nb_path), **machine(), ok=False, cached=False, merged=False,
                       date=datetime.datetime.now().isoformat(timespec="seconds"))
         started = time.perf_counter()
         try:
-            papermill.execute_notebook(
-                str(nb_path), str(executed), parameters=params, cwd=str(workdir),
-                kernel_name="python3", progress_bar={"desc": f"  {stem}", "unit": "cell"},
-                request_save_on_cell_execute=True, execution_timeout=CELL_TIMEOUT_S)
+            run_papermill(nb_path, executed, params, workdir, stem)
         except papermill.PapermillExecutionError as error:
             record.update(seconds=round(time.perf_counter() - started, 1),
                           error=f"cell {error.cell_index} (execution count {error.exec_count}): "
@@ -292,7 +365,14 @@ def _fetch_vendor(target: Path, urls: dict[str, str]) -> dict[str, str]:
     return urls
 
 
-_vendor_urls: dict[str, dict[str, str]] = {}
+_vendor_urls: dict[str, dict[str, str]] = {}  # handouts folder -> URLs: one fetch (or one warning) per build
+
+
+def vendor_urls(handouts: Path) -> dict[str, str]:
+    """vendor(handouts), called once per folder per build: a failed fetch is not retried for every lesson."""
+    if str(handouts) not in _vendor_urls:
+        _vendor_urls[str(handouts)] = vendor(handouts)
+    return _vendor_urls[str(handouts)]
 
 
 def export_html(executed: Path, handout: Path) -> None:
@@ -302,7 +382,7 @@ def export_html(executed: Path, handout: Path) -> None:
     from traitlets.config import Config
 
     handout.parent.mkdir(parents=True, exist_ok=True)
-    urls = _vendor_urls.setdefault(str(handout.parent), vendor(handout.parent))
+    urls = vendor_urls(handout.parent)
     config = Config()
     config.TagRemovePreprocessor.enabled = True
     config.TagRemovePreprocessor.remove_cell_tags = ("remove-cell",)
@@ -366,6 +446,9 @@ def build(out: Path, overrides: dict[str, object], force: bool = False,
         record = execute(nb_path, out, params, force=force)
         if record.get("cached"):
             print("  unchanged: cached result reused", flush=True)
+        elif record.get("merged"):
+            print(f"  only the prose changed: re-exported from the cached execution in {record['merge_seconds']} s",
+                  flush=True)
         elif record["ok"]:
             print(f"  done in {record['seconds']} s (cells that launch processes: {record['launch_seconds']} s)",
                   flush=True)

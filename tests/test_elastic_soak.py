@@ -1,7 +1,7 @@
 """Lesson 08's promise, soaked: a fault injected under `torchrun --max-restarts=1` is survived every
 time, and the final parameters equal those of an uninterrupted run (20 consecutive runs).
 
-    pytest -m slow tests/test_lesson_08.py      # a few minutes
+    pytest -m slow tests/test_elastic_soak.py      # a few minutes
 """
 
 import json
