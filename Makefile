@@ -66,4 +66,5 @@ $(READY): requirements.txt
 	touch $@
 
 clean:
+	-test -x $(BIN)/python && $(BIN)/python tools/slurm_cluster.py stop  # a lesson's cluster lives in build/slurm
 	rm -rf build notebooks/runs

@@ -34,6 +34,7 @@ KNOWN_PARAMETERS = {
     "bench_steps": int,  # timed steps of a measurement
     "bench_batch_size": int,  # samples per step of a measurement
     "check_timings": bool,  # also assert timing claims (make bench); off by default: a busy machine says nothing
+    "slurm_cluster": bool,  # lesson 10 submits to a real SLURM cluster on this machine; False: its dry run
 }
 
 FIXED_PORT = re.compile(r"(master[-_]port|MASTER_PORT|rdzv[-_]endpoint)\S*[ =:]\S*29500", re.I)

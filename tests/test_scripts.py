@@ -2,14 +2,19 @@
 does not divide evenly, reports the world it ran in (written by rank 0 alone), and rejects bad
 arguments with a one-line error and exit code 2."""
 
+import contextlib
 import datetime
 import functools
 import importlib.util
 import json
 import math
+import os
 import re
+import signal
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -154,7 +159,8 @@ SPECIFIC_BAD = {
     "07_ddp_perf.py": [["--steps", "0"], ["--threads", "0"], ["--bucket-caps", "nan"], ["--bucket-caps", "1,inf"],
                        ["--threads", "1,x"], ["--data-parallel", "99"], ["--warmup", "-1"]],
     "08_elastic_train.py": [["--fail-at-step", "-2"], ["--fail-at-step", "3", "--fail-rank", "1"],
-                            ["--snapshot-dir", "BLOCKED_OUT"]],
+                            ["--snapshot-dir", "BLOCKED_OUT"], ["--signal-at-step", "0"], ["--signal-at-step", "x"],
+                            ["--pause-at-step", "-1"]],
     "09_collective_bugs.py": [["--bug", "typo"]],
 }
 
@@ -307,3 +313,149 @@ def test_damaged_snapshot_falls_back_to_the_one_before(tmp_path):
         (tmp_path / "snap" / name).write_bytes(b"garbage")
     result = _train("08_elastic_train.py", tmp_path, "--epochs", "4", *args)
     _one_line_error(result, "no valid snapshot in snap", "delete them or pass another --snapshot-dir")
+
+
+# Preemption (08): SIGUSR1 (SLURM's warning before it stops a job) makes every rank stop at the next step
+# boundary; rank 0 saves a snapshot, logs "preempted", every rank exits 0; the same command resumes there,
+# and the final parameters equal an uninterrupted run's bit for bit (2 processes, gloo). 128 samples, batch
+# 16, 2 ranks: 4 steps per epoch, 12 in all; the signal comes before step 6, in the middle of epoch 1.
+PREEMPT_ARGS = ["--epochs", "3", "--dataset-size", "128", "--batch-size", "16", "--timeout", "30"]
+PREEMPT_STEP = 6
+
+
+def _preempt_cmd(name, *extra):
+    return [str(SCRIPTS / "08_elastic_train.py"), *PREEMPT_ARGS, "--snapshot-dir", name, "--out", f"{name}.json",
+            *extra]
+
+
+def _events(folder):
+    path = folder / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The yardstick: the same run under torchrun with 2 processes, never signalled."""
+    folder = tmp_path_factory.mktemp("uninterrupted")
+    result = run(["torchrun", "--standalone", "--nproc_per_node=2", *_preempt_cmd("reference")], cwd=folder,
+                 timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads((folder / "reference.json").read_text())
+
+
+def _check_preempted_then_resumed(tmp_path, name, stopped, resume, reference):
+    """stopped: the signalled run's result. Its snapshot and log say where it stopped; resume() continues it
+    to the end, with the parameters and per-epoch metrics of the uninterrupted run."""
+    assert stopped.returncode == 0, (stopped.returncode, stopped.stdout[-2000:], stopped.stderr[-4000:])
+    assert "terminate called" not in stopped.stderr, "unclean shutdown"
+    line = f"preempted at epoch 1 step {PREEMPT_STEP}: snapshot saved, exit to be requeued"
+    assert stopped.stdout.count(line) == 1, stopped.stdout[-2000:]  # printed by rank 0 alone
+    assert _events(tmp_path / name)[-1] == dict(event="preempted", attempt=0, epoch=1, step=PREEMPT_STEP), \
+        _events(tmp_path / name)
+    assert not (tmp_path / f"{name}.json").exists(), "a preempted run writes no results"
+    snapshot = torch.load(tmp_path / name / "snapshot.pt", map_location="cpu", weights_only=True)
+    assert (snapshot["epoch"], snapshot["step"], snapshot["in_epoch"]["steps_done"]) == (1, PREEMPT_STEP, 2), \
+        (snapshot["epoch"], snapshot["step"], snapshot["in_epoch"])
+    resumed = resume()
+    assert resumed.returncode == 0, (resumed.stdout[-2000:], resumed.stderr[-4000:])
+    assert f"starting from snapshot: epoch 1, step {PREEMPT_STEP}" in resumed.stdout, resumed.stdout[-2000:]
+    report = json.loads((tmp_path / f"{name}.json").read_text())
+    assert report["resumed_from_epoch"] == 1 and report["steps"] == reference["steps"] == 12, \
+        (report["resumed_from_epoch"], report["steps"], reference["steps"])
+    assert report["params_sha256"] == reference["params_sha256"], "final parameters differ from the uninterrupted run"
+    assert report["history"] == reference["history"], (report["history"], reference["history"])
+    assert [(e["event"], e["step"]) for e in report["events"] if e["event"] != "paused"] == \
+        [("start", 0), ("preempted", PREEMPT_STEP), ("start", PREEMPT_STEP), ("finish", 12)], report["events"]
+
+
+def test_08_preempted_at_a_step_by_signal_resumes_bit_for_bit(tmp_path, uninterrupted):
+    """--signal-at-step: the last rank (1) sends itself SIGUSR1, rank 0 gets nothing, and both stop. The same
+    command again resumes at that step and passes it (the drill fires only in a run that reaches it)."""
+    cmd = ["torchrun", "--standalone", "--nproc_per_node=2", *_preempt_cmd("snap", "--signal-at-step",
+                                                                           str(PREEMPT_STEP))]
+    stopped = run(cmd, cwd=tmp_path, timeout=120)
+    _check_preempted_then_resumed(tmp_path, "snap", stopped, lambda: run(cmd, cwd=tmp_path, timeout=120),
+                                  uninterrupted)
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _paused(folder):
+    """The "paused" events so far; complete lines only (a rank may be writing the last one)."""
+    path = folder / "events.jsonl"
+    lines = path.read_text().split("\n")[:-1] if path.exists() else []
+    return [event for event in map(json.loads, lines) if event["event"] == "paused"]
+
+
+def test_08_preempt_kill_usr1_one_process_started_like_srun(tmp_path, uninterrupted):
+    """As `srun` starts it (lesson 10): one plain python per rank, RANK/LOCAL_RANK/WORLD_SIZE/MASTER_ADDR/
+    MASTER_PORT in the environment, no torchrun. --pause-at-step holds every rank before the step (bounded by
+    --timeout) and logs its pid; a real `kill -USR1` of rank 1 alone stops both there: no
+    guess at how long anything takes."""
+    def launch(*extra):
+        env = dict(env_with_bin(), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), WORLD_SIZE="2",
+                   LOCAL_WORLD_SIZE="2",
+                   OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))  # as torchrun sets it
+        return [subprocess.Popen([sys.executable, *_preempt_cmd("snap", *extra)], cwd=tmp_path, text=True,
+                                 env=dict(env, RANK=str(rank), LOCAL_RANK=str(rank)), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE) for rank in (0, 1)]
+
+    def finish(processes):
+        try:
+            outputs = [p.communicate(timeout=60) for p in processes]
+        finally:
+            for p in processes:
+                if p.poll() is None:
+                    p.kill()
+        return subprocess.CompletedProcess("srun-like", max(p.returncode for p in processes),
+                                           "".join(out for out, _ in outputs), "".join(err for _, err in outputs))
+
+    processes = launch("--pause-at-step", str(PREEMPT_STEP))
+    try:  # wait (bounded) until both ranks have paused and said their pids
+        deadline = time.monotonic() + 60
+        while len(paused := _paused(tmp_path / "snap")) < 2:
+            assert time.monotonic() < deadline and all(p.poll() is None for p in processes), \
+                [p.poll() for p in processes]
+            time.sleep(0.1)
+        assert sorted((e["rank"], e["step"]) for e in paused) == [(0, PREEMPT_STEP), (1, PREEMPT_STEP)], paused
+        assert {e["pid"] for e in paused} == {p.pid for p in processes}, (paused, [p.pid for p in processes])
+        os.kill(next(e["pid"] for e in paused if e["rank"] == 1), signal.SIGUSR1)  # rank 0 gets nothing
+    except BaseException:
+        for p in processes:
+            p.kill()
+        raise
+    finally:
+        stopped = finish(processes)
+    _check_preempted_then_resumed(tmp_path, "snap", stopped, lambda: finish(launch()), uninterrupted)
+
+
+def test_08_preempt_torchrun_passes_usr1_on_only_when_asked(tmp_path):
+    """torchrun's agent (torch 2.13) handles only --signals-to-handle. With SIGUSR1 added, a SIGUSR1 sent to
+    the agent reaches every worker; they save and exit 0, and the agent exits 1 (SignalException). Without
+    it the agent dies of the signal and the workers never see it (checked by hand: it takes --timeout)."""
+    cmd = ["torchrun", "--standalone", "--nproc_per_node=2",
+           "--signals-to-handle=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1",
+           *_preempt_cmd("snap", "--pause-at-step", str(PREEMPT_STEP))]
+    agent = subprocess.Popen(cmd, cwd=tmp_path, env=env_with_bin(), text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while len(_paused(tmp_path / "snap")) < 2:
+            assert time.monotonic() < deadline and agent.poll() is None, agent.poll()
+            time.sleep(0.1)
+        agent.send_signal(signal.SIGUSR1)
+        out, err = agent.communicate(timeout=60)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+        for event in _paused(tmp_path / "snap"):  # the workers live in sessions of their own
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(event["pid"], signal.SIGKILL)
+    assert agent.returncode == 1 and "SignalException: Process" in err, (agent.returncode, err[-3000:])
+    assert f"preempted at epoch 1 step {PREEMPT_STEP}: snapshot saved, exit to be requeued" in out, out[-2000:]
+    assert _events(tmp_path / "snap")[-1] == dict(event="preempted", attempt=0, epoch=1, step=PREEMPT_STEP)
+    assert "terminate called" not in err and "[rank" not in err, err[-3000:]  # no worker complained

@@ -154,7 +154,7 @@ def cache_key(nb_path: Path, params: dict[str, object]) -> str:
     digest.update(json.dumps(params, sort_keys=True).encode())
     digest.update(importlib.metadata.version("torch").encode())
     for path in [Path(__file__), *sorted(SCRIPTS.glob("*")), *sorted(FIGURES.glob("*")),
-                 *sorted(NOTEBOOKS.glob("*.py"))]:
+                 *sorted(NOTEBOOKS.glob("*.py")), *(REPO / "tools" / tool for tool in SANDBOX_TOOLS)]:
         if path.is_file():
             digest.update(path.name.encode() + path.read_bytes())
     return digest.hexdigest()
@@ -186,6 +186,7 @@ def machine() -> dict[str, object]:
 
 
 CELL_TIMEOUT_S = 600  # a lesson cell that runs longer than this has hung
+SANDBOX_TOOLS = ["slurm_cluster.py"]  # lesson 10 starts a real SLURM cluster with it
 
 
 def make_sandbox(root: Path) -> Path:
@@ -197,6 +198,9 @@ def make_sandbox(root: Path) -> Path:
         shutil.copytree(FIGURES, root / "notebooks" / "figures")
     for helper in NOTEBOOKS.glob("*.py"):  # small helper modules a lesson imports
         shutil.copy(helper, root / "notebooks")
+    (root / "tools").mkdir()
+    for tool in SANDBOX_TOOLS:  # tools a lesson runs, at the same relative path as in a checkout
+        shutil.copy(REPO / "tools" / tool, root / "tools")
     return root / "notebooks"
 
 

@@ -36,6 +36,7 @@ import argparse
 import contextlib
 import fcntl
 import json
+import math
 import os
 import pwd
 import random
@@ -294,7 +295,8 @@ def _reap(pid: int) -> None:
             pass
 
 
-def _alive(daemon: dict) -> bool:
+def alive(daemon: dict) -> bool:
+    """Whether this daemon of a start() record still runs (its pid, with the same start time: not a reused pid)."""
     _reap(daemon["pid"])
     return daemon["start_time"] is not None and _start_time(daemon["pid"]) == daemon["start_time"]
 
@@ -317,17 +319,17 @@ def _spawn(name: str, command: list[str], log: Path) -> dict:
 
 def _terminate(daemons: list[dict]) -> list[str]:
     """SIGTERM every daemon still running, SIGKILL what is left after STOP_TIMEOUT; names of those stopped."""
-    running = [d for d in daemons if _alive(d)]
+    running = [d for d in daemons if alive(d)]
     for daemon in running:
         try:
             os.kill(daemon["pid"], signal.SIGTERM)
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + STOP_TIMEOUT
-    while any(_alive(d) for d in running) and time.monotonic() < deadline:
+    while any(alive(d) for d in running) and time.monotonic() < deadline:
         time.sleep(0.1)
     for daemon in running:  # still there: kill it with what it started (slurmscriptd, slurmstepd) in its session
-        if _alive(daemon):
+        if alive(daemon):
             try:
                 if os.getpgid(daemon["pid"]) == daemon["pid"]:
                     os.killpg(daemon["pid"], signal.SIGKILL)
@@ -336,7 +338,7 @@ def _terminate(daemons: list[dict]) -> list[str]:
             except ProcessLookupError:
                 pass
     deadline = time.monotonic() + 5
-    while any(_alive(d) for d in running) and time.monotonic() < deadline:
+    while any(alive(d) for d in running) and time.monotonic() < deadline:
         time.sleep(0.1)
     return [d["name"] for d in running]
 
@@ -375,7 +377,7 @@ def running(root: str | os.PathLike = DEFAULT_ROOT) -> bool:
     """True when every daemon this tool started runs and both nodes answer the controller."""
     root = Path(root).resolve()
     info = _record(root)
-    if not info or not info.get("ready") or not all(_alive(d) for d in info["daemons"]):
+    if not info or not info.get("ready") or not all(alive(d) for d in info["daemons"]):
         return False
     states = node_states(root)
     return all(states.get(node) in HEALTHY_STATES for node in NODES)
@@ -396,7 +398,7 @@ def _wait_for(condition, daemons: list[dict], timeout: float):
     while time.monotonic() < deadline:
         if condition():
             return None
-        dead = next((d for d in daemons if not _alive(d)), None)
+        dead = next((d for d in daemons if not alive(d)), None)
         if dead is not None:
             return dead
         time.sleep(0.25)
@@ -520,6 +522,9 @@ def requeue(job_id: int | str, root: str | os.PathLike = DEFAULT_ROOT, timeout: 
         if time.monotonic() > deadline:
             raise ClusterError(f"job {job_id} was requeued but is not pending after {timeout:.0f} s")
         time.sleep(0.25)
+    # slurmd revoked the job's credential as the run ended and refuses a new start from that same second
+    # ("Job credential revoked": it counts whole seconds). The run has ended by now: let this second pass.
+    time.sleep(math.floor(time.time()) + 1.2 - time.time())
     scontrol("update", f"JobId={job_id}", "StartTime=now")
 
 
