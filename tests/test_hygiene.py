@@ -9,8 +9,9 @@ import sys
 
 import nbformat
 import pytest
+from clean_notebooks import text_of
 from conftest import BIN, NOTEBOOKS, REPO, SCRIPTS
-from sync_scripts import WRITEFILE
+from sync_scripts import writefile_cells as writefile_cells_of
 
 LESSONS = sorted(NOTEBOOKS.glob("*.ipynb"))
 IDS = [p.stem for p in LESSONS]
@@ -126,10 +127,8 @@ def test_every_assert_explains_itself(path):
 def writefile_cells():
     for path in LESSONS:
         all_cells = cells(path)
-        for i, cell in enumerate(all_cells):
-            match = WRITEFILE.match(source(cell)) if cell["cell_type"] == "code" else None
-            if match:
-                yield path, match.group(1), source(cell)[match.end():], all_cells[i + 1:]
+        for i, _, _, target, body in writefile_cells_of({"cells": all_cells}):
+            yield path, target, body, all_cells[i + 1:]
 
 
 WRITTEN = list(writefile_cells())
@@ -191,7 +190,7 @@ def test_make_clean_notebooks_fixes_a_lesson_saved_with_outputs(tmp_path):
         cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["ran\n"]}]
         cell["metadata"]["execution"] = {"iopub.execute_input": "2026-12-02T00:00:00Z"}
     dirty = tmp_path / lesson.name
-    dirty.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    dirty.write_text(text_of(nb))
     checked = subprocess.run(tool + ["--check", str(dirty)], capture_output=True, text=True, timeout=60)
     assert checked.returncode == 1 and "not clean" in checked.stdout, checked
     assert subprocess.run(tool + [str(dirty)], capture_output=True, text=True, timeout=60).returncode == 0

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 import series
+from clean_notebooks import text_of
 from conftest import NOTEBOOKS, REPO, run
 
 # Shared with tests/test_browser.py, which builds the handouts from the same executions.
@@ -74,7 +75,7 @@ def edited(notebook, folder, change):
     nb = json.loads(notebook.read_text())
     change(nb["cells"])
     copy = folder / notebook.name
-    copy.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    copy.write_text(text_of(nb))
     return copy
 
 

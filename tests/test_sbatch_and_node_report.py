@@ -12,6 +12,7 @@ import sys
 
 import pytest
 import series
+from clean_notebooks import text_of
 from conftest import NOTEBOOKS, SCRIPTS
 
 SBATCH = SCRIPTS / "10_slurm.sbatch"
@@ -241,7 +242,7 @@ def test_lesson_falls_back_to_the_dry_run(tmp_path):
                    source=["import json\n", "import subprocess\n", "import time"])
     lesson["cells"] = cells[:3] + [imports] + cells[first:last + 1]  # title, parameters, setup
     notebook = tmp_path / "10_multi_node.ipynb"
-    notebook.write_text(json.dumps(lesson, indent=1, ensure_ascii=False) + "\n")
+    notebook.write_text(text_of(lesson))
     workdir = series.make_sandbox(tmp_path / "sandbox")
     (workdir.parent / "tools" / "slurm_cluster.py").write_text(STUB_CLUSTER)
     executed = tmp_path / "executed.ipynb"

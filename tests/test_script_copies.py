@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 from conftest import NOTEBOOKS, SCRIPTS
-from sync_scripts import WRITEFILE
+from sync_scripts import writefile_cells
 
 # The shared helpers. The reference copy is 04_ddp_train.py's in the scripts that join a process group,
 # 01_single_device.py's in the single-process ones (their epoch has nothing to reduce across ranks).
@@ -80,10 +80,8 @@ def writing_lessons():
     """{script name: the lessons whose %%writefile cells write it}."""
     found = {}
     for notebook in sorted(NOTEBOOKS.glob("*.ipynb")):
-        for cell in json.loads(notebook.read_text())["cells"]:
-            match = WRITEFILE.match("".join(cell["source"])) if cell["cell_type"] == "code" else None
-            if match:
-                found.setdefault(match.group(1).rsplit("/", 1)[-1], set()).add(notebook.name)
+        for _, _, _, target, _ in writefile_cells(json.loads(notebook.read_text())):
+            found.setdefault(target.rsplit("/", 1)[-1], set()).add(notebook.name)
     return found
 
 

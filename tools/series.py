@@ -265,18 +265,18 @@ def execute(nb_path: Path, out: Path, params: dict[str, object], force: bool = F
     executed = out / "executed" / f"{stem}.ipynb"
     record_path = out / "executed" / f"{stem}.json"
     handout = out / "handouts" / f"{stem}.html"
-    key = cache_key(nb_path, params)
+    key, notebook_hash = cache_key(nb_path, params), source_hash(nb_path)
     with locked(out / "locks" / f"{stem}.lock"):
         if not force and record_path.exists() and handout.exists() and executed.exists():
             record = json.loads(record_path.read_text())
             if record.get("key") == key and record.get("ok"):
-                if record.get("source_hash") == source_hash(nb_path):
+                if record.get("source_hash") == notebook_hash:
                     return {**record, "cached": True, "merged": False}
                 started = time.perf_counter()
                 merge_prose(nb_path, executed)
                 export_html(executed, handout)
                 title, summary = title_and_summary(nb_path)  # the index shows the new title and summary
-                record.update(title=title, summary=summary, source_hash=source_hash(nb_path))
+                record.update(title=title, summary=summary, source_hash=notebook_hash)
                 record_path.write_text(json.dumps(record, indent=1))
                 return {**record, "cached": False, "merged": True,
                         "merge_seconds": round(time.perf_counter() - started, 1)}
@@ -289,7 +289,7 @@ def execute(nb_path: Path, out: Path, params: dict[str, object], force: bool = F
         executed.parent.mkdir(parents=True, exist_ok=True)
         title, summary = title_and_summary(nb_path)
         record = dict(name=stem, title=title, summary=summary, params=params, key=key,
-                      source_hash=source_hash(nb_path), **machine(), ok=False, cached=False, merged=False,
+                      source_hash=notebook_hash, **machine(), ok=False, cached=False, merged=False,
                       date=datetime.datetime.now().isoformat(timespec="seconds"))
         started = time.perf_counter()
         try:

@@ -14,8 +14,20 @@ import re
 import sys
 from pathlib import Path
 
+from clean_notebooks import text_of
+
 REPO = Path(__file__).resolve().parent.parent
 WRITEFILE = re.compile(r"%%writefile\s+(\S+)\s*\n")
+
+
+def writefile_cells(nb):
+    """(index, cell, header, target, body) of each %%writefile cell of a notebook (as json.loads reads it):
+    header is the `%%writefile ../ddp_scripts/NN_x.py` line, body what the cell writes."""
+    for i, cell in enumerate(nb["cells"]):
+        source = "".join(cell["source"])
+        match = WRITEFILE.match(source) if cell["cell_type"] == "code" else None
+        if match:
+            yield i, cell, source[:match.end()], match.group(1), source[match.end():]
 
 
 def lines_of(text):
@@ -34,20 +46,16 @@ def main(argv=None):
             continue
         nb = json.loads(notebook.read_text())
         changed = False
-        for cell in nb["cells"]:
-            source = "".join(cell["source"])
-            match = WRITEFILE.match(source) if cell["cell_type"] == "code" else None
-            if not match:
-                continue
-            script = (notebook.parent / match.group(1)).resolve()
+        for _, cell, header, target, written in writefile_cells(nb):
+            script = (notebook.parent / target).resolve()
             body = script.read_text()
-            if source[match.end():] in (body, body.removesuffix("\n")):
+            if written in (body, body.removesuffix("\n")):
                 continue
             differing.append(f"{notebook.name}: {script.name}")
-            cell["source"] = lines_of(source[:match.end()] + body.removesuffix("\n"))
+            cell["source"] = lines_of(header + body.removesuffix("\n"))
             changed = True
         if changed and not args.check:
-            notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+            notebook.write_text(text_of(nb))
     for line in differing:
         print(("differs: " if args.check else "updated: ") + line)
     return 1 if args.check and differing else 0
