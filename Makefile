@@ -2,7 +2,7 @@
 #   make handouts   execute every lesson with papermill, export offline HTML to build/handouts/
 #   make test       the whole test suite (what CI runs)
 #   make lab        JupyterLab in notebooks/, with this environment's bin/ on PATH
-#   make bench      measurements outside the notebooks (build/bench/), and lesson 07's timing claims
+#   make bench      measurements outside the notebooks (lessons 07 and 11; build/bench/), and lesson 07's timing claims
 #   make soak       launch every script 50 times in a row; count unclean exits
 #   make gpu-check  on a machine with NVIDIA GPUs: every script and lesson on NCCL, report in build/gpu-check/
 #   make clean-notebooks  strip outputs and widget state saved from JupyterLab (commit lessons clean)

@@ -1,4 +1,4 @@
-"""Lesson 07's benchmark target: tools/bench.py validates its arguments and renders its table."""
+"""The benchmark target of lessons 07 and 11: tools/bench.py validates its arguments and renders its tables."""
 
 import bench
 import pytest
@@ -21,7 +21,10 @@ def fake_results():
                  buckets=[dict(bucket_cap_mb=0.001, allreduce_calls_per_step=101, tensors=202, ms_per_step=100.0),
                           dict(bucket_cap_mb=25.0, allreduce_calls_per_step=1, tensors=202, ms_per_step=20.0)],
                  no_sync=[dict(variant="no_sync", micro_steps=8, allreduce_calls_per_optimizer_step=2,
-                               ms_per_optimizer_step=70.0)]))
+                               ms_per_optimizer_step=70.0)]),
+        fast=dict(world_size=2, device="cpu", compile_backend="inductor",
+                  variants=[dict(variant="compile", median_step_s=0.0125, first_step_s=34.0,
+                                 bytes_per_step=[2048, 1024], val_accuracy=0.908)]))
 
 
 def test_markdown_names_the_machine_and_every_table():
@@ -29,10 +32,12 @@ def test_markdown_names_the_machine_and_every_table():
     first = md.splitlines()[0]
     for fact in ("2 CPU cores", "torch 2.13.0+cpu", "backend gloo", "2026-11-30", "2 processes"):
         assert fact in first, (fact, first)
-    for heading in ("**All-reduce**", "**Scaling**", "**Gradient buckets**", "**Gradient accumulation**"):
+    for heading in ("**All-reduce**", "**Scaling**", "**Gradient buckets**", "**Gradient accumulation**",
+                    "**Faster DDP**"):
         assert heading in md
     assert "| 4 KiB | 300.0 | 0.100 | 0.100 |" in md
     assert "| 0.001 | 101 | 100.0 |" in md
+    assert "| compile | 12.50 | 34.00 | 1.0 | 90.8% |" in md
     assert "busy" not in md
     # every table row has as many cells as its header
     for block in md.split("\n\n"):

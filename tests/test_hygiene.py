@@ -36,6 +36,7 @@ KNOWN_PARAMETERS = {
     "bench_batch_size": int,  # samples per step of a measurement
     "check_timings": bool,  # also assert timing claims (make bench); off by default: a busy machine says nothing
     "slurm_cluster": bool,  # lesson 10 submits to a real SLURM cluster on this machine; False: its dry run
+    "compile_backend": str,  # torch.compile backend of a lesson (aot_eager: no code generation, seconds; inductor: C++)
 }
 
 FIXED_PORT = re.compile(r"(master[-_]port|MASTER_PORT|rdzv[-_]endpoint)\S*[ =:]\S*29500", re.I)

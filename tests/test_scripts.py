@@ -46,6 +46,11 @@ CASES = {
     "09_collective_bugs.py": dict(args=[], out=True),
     # --- lesson 10 ---
     "10_node_report.py": dict(args=[], out=True),
+    # --- lesson 11 ---
+    "11_fast_ddp.py": dict(args=["--variants", "fp32,bf16,compile,bucket-view,fp16-hook,powersgd", "--compile-backend",
+                                 "eager", "--epochs", "1", "--dataset-size", "101", "--batch-size", "16"], out=True),
+    "11_data_loading.py": dict(args=["--dataset-size", "101", "--blur-passes", "2", "--step-passes", "2"], out=True),
+    "11_uneven_inputs.py": dict(args=["--dataset-size", "101"], out=True),
 }
 
 LAUNCHES = [(name, n) for name, case in sorted(CASES.items()) for n in case.get("nprocs", (1, 2, 3))]
@@ -162,6 +167,12 @@ SPECIFIC_BAD = {
                             ["--snapshot-dir", "BLOCKED_OUT"], ["--signal-at-step", "0"], ["--signal-at-step", "x"],
                             ["--pause-at-step", "-1"]],
     "09_collective_bugs.py": [["--bug", "typo"]],
+    "11_fast_ddp.py": [["--variants", "fp32,turbo"], ["--variants", "fp32,fp32"], ["--variants", ""],
+                       ["--compile-backend", "no-such-backend"], ["--bucket-cap-mb", "0"], ["--powersgd-rank", "0"],
+                       ["--variants", "bf16-hook", "--device", "cpu"]],
+    "11_data_loading.py": [["--workers", "0"], ["--workers", "x"], ["--blur-passes", "-1"], ["--step-passes", "1.5"]],
+    "11_uneven_inputs.py": [["--even-files", "--dataset-size", "0"], ["--divide-by-remaining", "--lr", "inf"],
+                            ["--bug", "no-join"]],
 }
 
 

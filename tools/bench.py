@@ -5,7 +5,9 @@
 Runs, with this interpreter's torch:
   1. ddp_scripts/07_allreduce_bench.py under torchrun (nccl-tests style: latency, algbw, busbw);
   2. ddp_scripts/07_ddp_perf.py as one plain process (threads sweep; DataParallel on >= 2 GPUs);
-  3. ddp_scripts/07_ddp_perf.py under torchrun (scaling, bucket_cap_mb sweep, no_sync).
+  3. ddp_scripts/07_ddp_perf.py under torchrun (scaling, bucket_cap_mb sweep, no_sync);
+  4. ddp_scripts/11_fast_ddp.py under torchrun (lesson 11: mixed precision, torch.compile with inductor,
+     compression hooks; fp16 autocast and the bf16 hook on GPUs only).
 and writes OUT_DIR/results.json (everything, with the machine) and OUT_DIR/results.md (tables to
 paste into the README), plus each run's raw JSON and log. Every number is measured in this run.
 """
@@ -37,6 +39,7 @@ def parse_args(argv=None):
     parser.add_argument("--width", type=int, default=512, help="hidden width of the timed MLP")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per measurement")
     parser.add_argument("--threads", default="1,2", help="threads per process to sweep (CPU)")
+    parser.add_argument("--fast-epochs", type=int, default=4, help="epochs of each lesson 11 variant")
     parser.add_argument("--timeout", type=int, default=600, help="seconds each launch may take")
     parser.add_argument("--out-dir", type=Path, default=REPO / "build" / "bench")
     args = parser.parse_args(argv)
@@ -46,7 +49,7 @@ def parse_args(argv=None):
                          f"got {getattr(args, name)!r}")
     if not re.fullmatch(r"[1-9]\d*(,[1-9]\d*)*", args.threads):
         parser.error(f"--threads must be positive integers separated by commas, got {args.threads!r}")
-    for name in ("nproc", "iters", "batch_size", "width", "steps", "timeout"):
+    for name in ("nproc", "iters", "batch_size", "width", "steps", "fast_epochs", "timeout"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     return args
@@ -115,6 +118,14 @@ def markdown(results):
             "|---|---:|---:|"]
     for r in results["ddp"]["no_sync"]:
         out.append(f"| {r['variant']} | {r['allreduce_calls_per_optimizer_step']} | {r['ms_per_optimizer_step']:.1f} |")
+    fast = results["fast"]
+    out += ["", f"**Faster DDP** (lesson 11: {fast['world_size']} processes, {fast['device']}, torch.compile backend "
+                f"{fast['compile_backend']}; median step of the slowest rank; the first step includes any compiling)",
+            "", "| variant | ms/step | first step (s) | KiB all-reduced per step | val accuracy |",
+            "|---|---:|---:|---:|---:|"]
+    for r in fast["variants"]:
+        out.append(f"| {r['variant']} | {r['median_step_s'] * 1e3:.2f} | {r['first_step_s']:.2f} | "
+                   f"{r['bytes_per_step'][-1] / 1024:.1f} | {r['val_accuracy']:.1%} |")
     return "\n".join(out) + "\n"
 
 
@@ -134,10 +145,15 @@ def main(argv=None):
             "--data-parallel", data_parallel, "--out", out / "single.json"], out / "single.log", args.timeout)
     launch([*torchrun, SCRIPTS / "07_ddp_perf.py", *perf, "--threads", args.threads, "--out", out / "ddp.json"],
            out / "ddp.log", args.timeout)
+    on_gpus = info["cuda_devices"] >= args.nproc  # the scripts' device policy: a GPU for every process, or the CPU
+    variants = "fp32,bf16,compile,fp16-hook,powersgd" + (",fp16,bf16-hook" if on_gpus else "")
+    launch([*torchrun, SCRIPTS / "11_fast_ddp.py", "--variants", variants, "--compile-backend", "inductor",
+            "--epochs", args.fast_epochs, "--out", out / "fast.json"], out / "fast.log", args.timeout)
     results = dict(machine=info, nproc=args.nproc, seconds=time.perf_counter() - started,
                    allreduce=json.loads((out / "allreduce.json").read_text()),
                    single=json.loads((out / "single.json").read_text()),
-                   ddp=json.loads((out / "ddp.json").read_text()))
+                   ddp=json.loads((out / "ddp.json").read_text()),
+                   fast=json.loads((out / "fast.json").read_text()))
     (out / "results.json").write_text(json.dumps(results, indent=1))
     (out / "results.md").write_text(markdown(results))
     print(f"\nwrote {out / 'results.json'} and {out / 'results.md'} in {results['seconds']:.0f} s")

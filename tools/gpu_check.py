@@ -62,6 +62,10 @@ QUICK = {
     "08_elastic_train.py": (["--epochs", "2", "--dataset-size", "101"], True),
     "09_collective_bugs.py": ([], True),
     "10_node_report.py": ([], True),
+    "11_fast_ddp.py": (["--variants", "fp32,bf16,compile,bucket-view,fp16-hook,powersgd", "--compile-backend", "eager",
+                        "--epochs", "1", "--dataset-size", "101", "--batch-size", "16"], True),
+    "11_data_loading.py": (["--dataset-size", "101", "--blur-passes", "2", "--step-passes", "2"], True),
+    "11_uneven_inputs.py": (["--dataset-size", "101"], True),
 }
 
 MODE_CUDA = "cuda"
