@@ -386,7 +386,7 @@ def checkpoint_epoch(args, model, optimizer, epoch, settings, val_set, device):
     before it is complete (the barrier waits at most --timeout)."""
     if dist.get_rank() == 0:
         if args.trap:
-            evaluate_on_rank_0_only(model, val_set, device)
+            evaluate_on_rank_0_only(model, val_set, device)  # ddp-doctor: ignore[DDP011] the --trap demonstration
         if args.slow_save:
             save_to_slow_storage(args.slow_save)
         save_checkpoint(args.checkpoint, model, optimizer, epoch, settings)
@@ -433,7 +433,7 @@ def train(args, settings, state, device):
         loss_fn.start_epoch()
         loss, accuracy = train_one_epoch(ddp_model, train_loader, loss_fn, optimizer, device, epoch)  # over all ranks
         if args.post_log:
-            print(f"Epoch {epoch} Finished !", flush=True)
+            print(f"Epoch {epoch} Finished !", flush=True)  # ddp-doctor: ignore[DDP006] the post's log (--post-log)
         mine = loss_fn.this_ranks_numbers()  # this rank's shard alone: what the post's log shows
         avg_op_loss = mean_with_avg_op(mine["loss"], device)  # the same mean with ReduceOp.AVG, to compare
         everyone = gather_from_every_rank(dict(mine, order=order))

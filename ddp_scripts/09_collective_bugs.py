@@ -133,9 +133,10 @@ def read_next_batch(rank, bug, timeout_s):
 def save_checkpoint(state, path, rank, bug):
     """Rank 0 writes, everybody waits. With --bug rank0-only the barrier sits inside the `if`."""
     if rank == 0:
-        torch.save(state, path)
+        torch.save(state, path)  # ddp-doctor: ignore[DDP007] a stand-in file in a temporary folder
         print(f"[rank {rank}] checkpoint saved", flush=True)
         if bug == "rank0-only":
+            # ddp-doctor: ignore[DDP011] the bug this lesson demonstrates (--bug rank0-only)
             dist.barrier()  # BUG: only rank 0 reaches this barrier; the others are at the next collective
     if bug != "rank0-only":
         dist.barrier()  # correct: every rank waits here until the file is written

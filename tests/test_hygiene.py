@@ -37,6 +37,9 @@ KNOWN_PARAMETERS = {
     "check_timings": bool,  # also assert timing claims (make bench); off by default: a busy machine says nothing
     "slurm_cluster": bool,  # lesson 10 submits to a real SLURM cluster on this machine; False: its dry run
     "compile_backend": str,  # torch.compile backend of a lesson (aot_eager: no code generation, seconds; inductor: C++)
+    "width": int,  # features of each hidden layer of a lesson's MLP
+    "layers": int,  # hidden layers of a lesson's MLP
+    "steps": int,  # training steps of each run
 }
 
 FIXED_PORT = re.compile(r"(master[-_]port|MASTER_PORT|rdzv[-_]endpoint)\S*[ =:]\S*29500", re.I)

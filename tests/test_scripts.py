@@ -51,6 +51,10 @@ CASES = {
                                  "eager", "--epochs", "1", "--dataset-size", "101", "--batch-size", "16"], out=True),
     "11_data_loading.py": dict(args=["--dataset-size", "101", "--blur-passes", "2", "--step-passes", "2"], out=True),
     "11_uneven_inputs.py": dict(args=["--dataset-size", "101"], out=True),
+    # --- lesson 12 ---
+    "12_zero_fsdp.py": dict(args=["--width", "32", "--layers", "2", "--steps", "4", "--dataset-size", "101"], out=True),
+    "12_sharded_checkpoint.py": dict(args=["--save", "ckpt", "--width", "32", "--layers", "2", "--steps", "2",
+                                           "--dataset-size", "101"], out=True),
 }
 
 LAUNCHES = [(name, n) for name, case in sorted(CASES.items()) for n in case.get("nprocs", (1, 2, 3))]
@@ -173,6 +177,9 @@ SPECIFIC_BAD = {
     "11_data_loading.py": [["--workers", "0"], ["--workers", "x"], ["--blur-passes", "-1"], ["--step-passes", "1.5"]],
     "11_uneven_inputs.py": [["--even-files", "--dataset-size", "0"], ["--divide-by-remaining", "--lr", "inf"],
                             ["--bug", "no-join"]],
+    "12_zero_fsdp.py": [["--steps", "3"], ["--steps", "x"], ["--width", "0"], ["--layers", "-1"]],
+    "12_sharded_checkpoint.py": [[], ["--load", "nowhere"], ["--save", "BLOCKED_OUT"], ["--steps", "0"],
+                                 ["--save", "ckpt", "--load", "ckpt"]],
 }
 
 

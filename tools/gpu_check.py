@@ -66,6 +66,9 @@ QUICK = {
                         "--epochs", "1", "--dataset-size", "101", "--batch-size", "16"], True),
     "11_data_loading.py": (["--dataset-size", "101", "--blur-passes", "2", "--step-passes", "2"], True),
     "11_uneven_inputs.py": (["--dataset-size", "101"], True),
+    "12_zero_fsdp.py": (["--width", "32", "--layers", "2", "--steps", "4", "--dataset-size", "101"], True),
+    "12_sharded_checkpoint.py": (["--save", "ckpt", "--width", "32", "--layers", "2", "--steps", "2",
+                                  "--dataset-size", "101"], True),
 }
 
 MODE_CUDA = "cuda"

@@ -186,7 +186,7 @@ def machine() -> dict[str, object]:
 
 
 CELL_TIMEOUT_S = 600  # a lesson cell that runs longer than this has hung
-SANDBOX_TOOLS = ["slurm_cluster.py"]  # lesson 10 starts a real SLURM cluster with it
+SANDBOX_TOOLS = ["slurm_cluster.py", "ddp_doctor.py"]  # lesson 10 starts a SLURM cluster; 13 runs the doctor
 
 
 def make_sandbox(root: Path) -> Path:

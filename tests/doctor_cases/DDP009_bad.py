@@ -1,0 +1,4 @@
+# ruff: noqa
+import torch
+
+state = torch.load("checkpoint.pt", map_location="cpu", weights_only=False)  # expect: DDP009

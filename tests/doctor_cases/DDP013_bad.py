@@ -1,0 +1,5 @@
+# ruff: noqa
+import os
+
+os.environ["CUDA_VISIBLE_DEVICES"] = "0,2"  # expect: DDP013
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "1")  # expect: DDP013

@@ -1,0 +1,16 @@
+# ruff: noqa
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(4, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+accumulation_steps = 4
+for step in range(16):
+    x, y = torch.randn(8, 4), torch.randint(2, (8,))
+    loss = torch.nn.functional.cross_entropy(model(x), y) / accumulation_steps
+    loss.backward()
+    if (step + 1) % accumulation_steps == 0:  # expect: DDP016
+        optimizer.step()
+        optimizer.zero_grad()
