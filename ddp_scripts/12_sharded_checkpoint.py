@@ -93,17 +93,17 @@ def writable_file(text):
 
 
 def writable_folder(text):
-    """An argparse type: a folder we can create (or that exists), checked at start-up."""
+    """An argparse type: a folder we can create files in, checked at start-up."""
     path = Path(text)
-    blocking = next((p for p in [path, *path.parents] if p.exists() and not p.is_dir()), None)
+    blocking = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
     if blocking:
-        raise argparse.ArgumentTypeError(f"cannot write into {text}: {blocking} is a file, not a folder")
+        raise argparse.ArgumentTypeError(f"cannot write to {text}: {blocking} is a file, not a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".probe."):
-            pass
+            pass  # a file can be created there (and is removed again)
     except OSError as error:
-        raise argparse.ArgumentTypeError(f"cannot write into {text}: {error.strerror or error}") from None
+        raise argparse.ArgumentTypeError(f"cannot write to {text}: {error.strerror or error}") from None
     return path
 
 

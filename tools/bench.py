@@ -145,7 +145,10 @@ def main(argv=None):
             "--data-parallel", data_parallel, "--out", out / "single.json"], out / "single.log", args.timeout)
     launch([*torchrun, SCRIPTS / "07_ddp_perf.py", *perf, "--threads", args.threads, "--out", out / "ddp.json"],
            out / "ddp.log", args.timeout)
-    on_gpus = info["cuda_devices"] >= args.nproc  # the scripts' device policy: a GPU for every process, or the CPU
+    sys.path.insert(0, str(REPO / "notebooks"))
+    from devices import backend_for, device_for  # the scripts' own device policy (lesson 04), as the lessons use it
+
+    on_gpus = backend_for(device_for(args.nproc)) == "nccl"  # a GPU for every process; else the CPU, said out loud
     variants = "fp32,bf16,compile,fp16-hook,powersgd" + (",fp16,bf16-hook" if on_gpus else "")
     launch([*torchrun, SCRIPTS / "11_fast_ddp.py", "--variants", variants, "--compile-backend", "inductor",
             "--epochs", args.fast_epochs, "--out", out / "fast.json"], out / "fast.log", args.timeout)
