@@ -109,7 +109,7 @@ def test_too_few_gpus_is_one_line_and_exit_code_2(name, local_rank, tmp_path, mo
 @pytest.mark.parametrize("name", DISTRIBUTED)
 def test_every_script_takes_device_cpu(name, monkeypatch, tmp_path):
     """--device cpu is the way out the error names, so every script that joins a process group takes it (next to
-    its quick run's arguments: 12_sharded_checkpoint.py, for one, needs --save or --load)."""
+    its quick run's arguments: 13_sharded_checkpoint.py, for one, needs --save or --load)."""
     monkeypatch.chdir(tmp_path)  # an argument type may create what it names (--save DIR)
     for variable in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
         monkeypatch.delenv(variable, raising=False)

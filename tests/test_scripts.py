@@ -49,11 +49,12 @@ CASES = {
     # --- lesson 11 ---
     "11_fast_ddp.py": dict(args=["--variants", "fp32,bf16,compile,bucket-view,fp16-hook,powersgd", "--compile-backend",
                                  "eager", "--epochs", "1", "--dataset-size", "101", "--batch-size", "16"], out=True),
-    "11_data_loading.py": dict(args=["--dataset-size", "101", "--blur-passes", "2", "--step-passes", "2"], out=True),
-    "11_uneven_inputs.py": dict(args=["--dataset-size", "101"], out=True),
     # --- lesson 12 ---
-    "12_zero_fsdp.py": dict(args=["--width", "32", "--layers", "2", "--steps", "4", "--dataset-size", "101"], out=True),
-    "12_sharded_checkpoint.py": dict(args=["--save", "ckpt", "--width", "32", "--layers", "2", "--steps", "2",
+    "12_data_loading.py": dict(args=["--dataset-size", "101", "--blur-passes", "2", "--step-passes", "2"], out=True),
+    "12_uneven_inputs.py": dict(args=["--dataset-size", "101"], out=True),
+    # --- lesson 13 ---
+    "13_zero_fsdp.py": dict(args=["--width", "32", "--layers", "2", "--steps", "4", "--dataset-size", "101"], out=True),
+    "13_sharded_checkpoint.py": dict(args=["--save", "ckpt", "--width", "32", "--layers", "2", "--steps", "2",
                                            "--dataset-size", "101"], out=True),
 }
 
@@ -174,11 +175,11 @@ SPECIFIC_BAD = {
     "11_fast_ddp.py": [["--variants", "fp32,turbo"], ["--variants", "fp32,fp32"], ["--variants", ""],
                        ["--compile-backend", "no-such-backend"], ["--bucket-cap-mb", "0"], ["--powersgd-rank", "0"],
                        ["--variants", "bf16-hook", "--device", "cpu"]],
-    "11_data_loading.py": [["--workers", "0"], ["--workers", "x"], ["--blur-passes", "-1"], ["--step-passes", "1.5"]],
-    "11_uneven_inputs.py": [["--even-files", "--dataset-size", "0"], ["--divide-by-remaining", "--lr", "inf"],
+    "12_data_loading.py": [["--workers", "0"], ["--workers", "x"], ["--blur-passes", "-1"], ["--step-passes", "1.5"]],
+    "12_uneven_inputs.py": [["--even-files", "--dataset-size", "0"], ["--divide-by-remaining", "--lr", "inf"],
                             ["--bug", "no-join"]],
-    "12_zero_fsdp.py": [["--steps", "3"], ["--steps", "x"], ["--width", "0"], ["--layers", "-1"]],
-    "12_sharded_checkpoint.py": [[], ["--load", "nowhere"], ["--save", "BLOCKED_OUT"], ["--steps", "0"],
+    "13_zero_fsdp.py": [["--steps", "3"], ["--steps", "x"], ["--width", "0"], ["--layers", "-1"]],
+    "13_sharded_checkpoint.py": [[], ["--load", "nowhere"], ["--save", "BLOCKED_OUT"], ["--steps", "0"],
                                  ["--save", "ckpt", "--load", "ckpt"]],
 }
 

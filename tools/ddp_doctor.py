@@ -24,7 +24,7 @@ The rules prefer saying nothing to guessing: where a reader of the code cannot b
 passed in as an argument, a function called from nowhere in the file), a rule stays silent, and
 --explain says where a rule is conservative.
 
-Written for notebooks/13_ddp_doctor.ipynb, which teaches it.
+Written for notebooks/14_ddp_doctor.ipynb, which teaches it.
 """
 
 import argparse

@@ -1,10 +1,10 @@
-"""12 · Sharded checkpoints with torch.distributed.checkpoint (DCP): save from N ranks, load into M.
+"""13 · Sharded checkpoints with torch.distributed.checkpoint (DCP): save from N ranks, load into M.
 
-    torchrun --standalone --nproc_per_node=2 12_sharded_checkpoint.py --save ckpt      # train, then save
-    torchrun --standalone --nproc_per_node=4 12_sharded_checkpoint.py --load ckpt      # load into 4 ranks
-    python 12_sharded_checkpoint.py --load ckpt                                        # or into one
+    torchrun --standalone --nproc_per_node=2 13_sharded_checkpoint.py --save ckpt      # train, then save
+    torchrun --standalone --nproc_per_node=4 13_sharded_checkpoint.py --load ckpt      # load into 4 ranks
+    python 13_sharded_checkpoint.py --load ckpt                                        # or into one
 
---save trains the FSDP2 model of 12_zero_fsdp.py for --steps Adam steps, then saves its model and
+--save trains the FSDP2 model of 13_zero_fsdp.py for --steps Adam steps, then saves its model and
 optimizer twice: with DCP, each rank writing its own shards in parallel (ckpt/dcp/), and as lesson 05
 does, gathered into one full copy on rank 0 and written with torch.save (ckpt/full.pt, atomic).
 --load builds the model on however many ranks it runs on, from other initial weights, loads ckpt/dcp/
@@ -15,7 +15,7 @@ Devices: NCCL and one GPU per process where CUDA has a GPU for every process on 
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
 gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
 
-Written by notebooks/12_sharding.ipynb — edit it there.
+Written by notebooks/13_sharding.ipynb — edit it there.
 """
 
 import argparse
@@ -223,7 +223,7 @@ def batches(dataset, batch_size, seed):
 
 
 def sharded_model(args, device, seed):
-    """The FSDP2 model of 12_zero_fsdp.py (a group per hidden layer) and its Adam, on this world's ranks."""
+    """The FSDP2 model of 13_zero_fsdp.py (a group per hidden layer) and its Adam, on this world's ranks."""
     torch.manual_seed(seed)
     model = DeepMLP(args.width, args.layers, args.num_classes).to(device)
     mesh = init_device_mesh(device.type, (dist.get_world_size(),))

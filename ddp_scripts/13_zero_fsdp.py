@@ -1,7 +1,7 @@
-"""12 · One model trained three ways, DDP, ZeRO-1 and FSDP2, with each rank's bytes counted exactly.
+"""13 · One model trained three ways, DDP, ZeRO-1 and FSDP2, with each rank's bytes counted exactly.
 
-    torchrun --standalone --nproc_per_node=2 12_zero_fsdp.py --steps 6 [--out sharding.json]
-    python 12_zero_fsdp.py --steps 6      # also works: a world of one process
+    torchrun --standalone --nproc_per_node=2 13_zero_fsdp.py --steps 6 [--out sharding.json]
+    python 13_zero_fsdp.py --steps 6      # also works: a world of one process
 
 From the same initial weights and the same batches, the script trains a deep MLP with Adam for
 --steps steps three times: under DDP (every rank holds everything), with ZeroRedundancyOptimizer
@@ -17,7 +17,7 @@ Devices: NCCL and one GPU per process where CUDA has a GPU for every process on 
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
 gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
 
-Written by notebooks/12_sharding.ipynb — edit it there.
+Written by notebooks/13_sharding.ipynb — edit it there.
 """
 
 import argparse

@@ -1,8 +1,8 @@
-"""11 · Data loading under DDP: DataLoader workers × processes against the cores, every rank × worker
+"""12 · Data loading under DDP: DataLoader workers × processes against the cores, every rank × worker
 seeded apart, persistent_workers, and pin_memory on CUDA.
 
-    torchrun --standalone --nproc_per_node=2 11_data_loading.py [--workers 2] [--out report.json]
-    python 11_data_loading.py      # also works: a world of one process
+    torchrun --standalone --nproc_per_node=2 12_data_loading.py [--workers 2] [--out report.json]
+    python 12_data_loading.py      # also works: a world of one process
 
 One launch, each rank reading its shard of lesson 04's images, randomly augmented on every read:
   seeding      which augmentations each (rank, worker) draws in --epochs epochs: seeded as every DDP
@@ -18,7 +18,7 @@ Devices: NCCL and one GPU per process where CUDA has a GPU for every process on 
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
 gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
 
-Written by notebooks/11_faster_ddp.ipynb — edit it there.
+Written by notebooks/12_real_data.ipynb — edit it there.
 """
 
 import argparse

@@ -1,11 +1,11 @@
-"""11 · Uneven inputs: ranks with different numbers of batches, DDP's Join, and why rank 0 alone must
+"""12 · Uneven inputs: ranks with different numbers of batches, DDP's Join, and why rank 0 alone must
 not call ddp_model. Without flags it runs correctly.
 
-    torchrun --standalone --nproc_per_node=2 11_uneven_inputs.py                    # Join: exits 0
-    torchrun --standalone --nproc_per_node=2 11_uneven_inputs.py --no-join --timeout 5    # times out
-    torchrun --standalone --nproc_per_node=2 11_uneven_inputs.py --even-files --no-join \
+    torchrun --standalone --nproc_per_node=2 12_uneven_inputs.py                    # Join: exits 0
+    torchrun --standalone --nproc_per_node=2 12_uneven_inputs.py --no-join --timeout 5    # times out
+    torchrun --standalone --nproc_per_node=2 12_uneven_inputs.py --even-files --no-join \
         --eval-through-ddp --timeout 5                       # 04's program, rank 0 evaluating badly
-    python 11_uneven_inputs.py      # also works: a world of one process
+    python 12_uneven_inputs.py      # also works: a world of one process
 
 Rank r reads "file" r of the training set, and the files have different lengths (rank r's is r + 1
 parts long), so the ranks run out of batches at different steps. Join([ddp_model]) lets the ranks that
@@ -17,7 +17,7 @@ Devices: NCCL and one GPU per process where CUDA has a GPU for every process on 
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
 gloo, 1 to 3 processes; the GPU path is checked by tools/gpu_check.py (README, "Verified on").
 
-Written by notebooks/11_faster_ddp.ipynb — edit it there.
+Written by notebooks/12_real_data.ipynb — edit it there.
 """
 
 import argparse
