@@ -1,16 +1,21 @@
-"""12 · Data loading under DDP: DataLoader workers × processes against the cores, every rank × worker
-seeded apart, persistent_workers, and pin_memory on CUDA.
+"""12 · Data loading under DDP: DataLoader workers on every rank, each rank × worker seeded apart,
+persistent_workers, when loading in workers overlaps the training step and when the cores forbid it,
+and pin_memory on CUDA.
 
     torchrun --standalone --nproc_per_node=2 12_data_loading.py [--workers 2] [--out report.json]
     python 12_data_loading.py      # also works: a world of one process
 
-One launch, each rank reading its shard of lesson 04's images, randomly augmented on every read:
+One launch. Every rank reads its shard of lesson 04's images through a Dataset that augments each image
+at random on every read, then spends --item-ms of its thread's CPU time on it (a known cost, standing
+for decoding and resizing):
   seeding      which augmentations each (rank, worker) draws in --epochs epochs: seeded as every DDP
                script seeds (torch.manual_seed(seed) on every rank), then with a DataLoader generator
-               seeded apart on every rank (the fix);
-  persistent   the worker pids of each epoch, without and with persistent_workers;
-  throughput   samples/s of one pass over the data for 0 to --workers workers per process, with one
-               process loading and with every rank: processes × (1 + workers) against the cores;
+               seeded apart on every rank (the fix), then the fix with persistent_workers;
+  overlap      0 to --workers workers per process, with rank 0 alone loading and then every rank; each
+               batch is followed by a training-step stand-in of --step-ms CPU time in the main process.
+               Every configuration is warmed up (its workers start), then timed over --rounds passes,
+               interleaved (A B C A B C ...). Each pass records its seconds, how long the main process
+               waited for each batch, which process ran each __getitem__, and the main process's CPU time;
   pinned       on CUDA only: batches in pinned memory, copied to the GPU with non_blocking=True.
 Rank 0 gathers every rank's records, prints a summary and writes them all to --out.
 
@@ -22,11 +27,14 @@ Written by notebooks/12_real_data.ipynb — edit it there.
 """
 
 import argparse
+import collections
 import datetime
 import gc
 import json
 import math
+import multiprocessing
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -35,10 +43,263 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, TensorDataset, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
 
+try:
+    import numpy as np  # optional: where it is installed, DataLoader seeds numpy in every worker too
+except ImportError:
+    np = None
+
+
+def spend_cpu(milliseconds):
+    """Keep this thread busy for `milliseconds` of its own CPU time: a cost known in advance. On a busy
+    machine it takes longer on the clock, but never less than this."""
+    end = time.thread_time() + milliseconds / 1000
+    while time.thread_time() < end:
+        pass
+
+
+class RandomlyAugmented(Dataset):
+    """Lesson 04's images, flipped, shifted and brightened at random on every read, then `item_ms` of CPU
+    time spent on each. Each sample also says what was drawn (flip, dx, dy, gain, and one numpy number) and
+    who drew it (the worker id, -1 in the main process; its pid; the seed DataLoader gave the worker).
+
+    In a DataLoader worker, torch's and `random`'s RNGs are seeded with base_seed + worker id, numpy's with
+    _generate_state(base_seed, worker id) (torch/utils/data/_utils/worker.py); base_seed is drawn from the
+    main process's RNG, or from the DataLoader's generator=, each time an iterator starts."""
+
+    def __init__(self, images, item_ms):
+        self.images, self.item_ms = images, item_ms
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, index):
+        image, label = self.images[index]
+        flip = torch.rand(()).item() < 0.5
+        dx, dy = torch.randint(-4, 5, (2,)).tolist()
+        gain = torch.empty((), dtype=torch.float64).uniform_(0.8, 1.2).item()  # 53 random bits: no repeats by chance
+        image = torch.roll(image.flip(2) if flip else image, (dy, dx), dims=(1, 2)) * gain
+        spend_cpu(self.item_ms)  # decoding, resizing, ... in a real pipeline
+        worker = get_worker_info()  # None in the main process
+        drawn_by = torch.tensor([-1, os.getpid(), -1] if worker is None else [worker.id, os.getpid(), worker.seed])
+        numpy_draw = float(np.random.random()) if np is not None else math.nan
+        return image, label, torch.tensor([flip, dx, dy, gain], dtype=torch.float64), drawn_by, numpy_draw
+
+
+def record_streams(dataset, args, rank, generator, persistent):
+    """--epochs epochs over this rank's shard with --workers workers: one row per (epoch, worker), with the
+    worker's pid and seed and what it drew, in the order it drew it."""
+    sampler = DistributedSampler(dataset, shuffle=True, seed=args.seed)
+    loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, num_workers=args.workers,
+                        generator=generator, persistent_workers=persistent)
+    streams = {}
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        for _, _, augmentations, drawn_by, numpy_draws in loader:
+            for augmentation, (worker, pid, seed), numpy_draw in zip(augmentations.tolist(), drawn_by.tolist(),
+                                                                    numpy_draws.tolist()):
+                stream = streams.setdefault((epoch, worker, pid), dict(seed=seed, augmentations=[], numpy=[]))
+                stream["augmentations"].append(augmentation)
+                stream["numpy"].append(None if math.isnan(numpy_draw) else numpy_draw)
+    return [dict(rank=rank, epoch=epoch, worker=worker, pid=pid, **stream)
+            for (epoch, worker, pid), stream in streams.items()]
+
+
+def seeding_runs(dataset, args, rank):
+    """The seeding bug, its fix, and the fix with persistent_workers: three runs of record_streams."""
+    torch.manual_seed(args.seed)  # as every DDP script does, for the same initial weights on every rank ...
+    same_seed = record_streams(dataset, args, rank, generator=None, persistent=False)  # ... and the same workers
+    # The fix: the loader's own RNG, seeded apart on every rank. Each epoch's iterator draws its workers'
+    # base seed from it, so ranks, workers and epochs all differ, and a rerun repeats them.
+    per_rank_seed = record_streams(dataset, args, rank, torch.Generator().manual_seed(args.seed + 1000 * rank),
+                                   persistent=False)
+    persistent = record_streams(dataset, args, rank, torch.Generator().manual_seed(args.seed + 1000 * rank),
+                                persistent=True)
+    return dict(same_seed=same_seed, per_rank_seed=per_rank_seed, persistent_workers=persistent)
+
+
+def training_step_stand_in(images, milliseconds):
+    """The main process's share of a training step: `milliseconds` of CPU time (Python, the optimizer, kernel
+    launches). On a GPU it also gives the GPU the batch to work on, queued after the batch's copy."""
+    if images.is_cuda:
+        images.square().sum()  # on the stream the copy was queued on: it runs after the copy lands
+    spend_cpu(milliseconds)
+
+
+def one_pass(loader, args, device):
+    """One pass over `loader`, each batch followed by the step's stand-in: the pass's seconds, the seconds to
+    its first batch (worker start-up included, where it starts them), the seconds the main process waited
+    for each batch and that batch's size, how many samples each pid loaded, the main process's CPU seconds,
+    and whether every batch arrived in pinned memory."""
+    waits, sizes, loaded_by, pinned, first_batch = [], [], collections.Counter(), True, None
+    cpu_started, started = time.process_time(), time.perf_counter()
+    batches = iter(loader)  # the first pass of a persistent loader starts its workers here
+    while True:
+        asked = time.perf_counter()
+        batch = next(batches, None)
+        if batch is None:
+            break
+        waits.append(time.perf_counter() - asked)  # without workers: the loading itself
+        first_batch = first_batch or time.perf_counter() - started
+        images, _, _, drawn_by, _ = batch
+        sizes.append(len(images))
+        loaded_by.update(drawn_by[:, 1].tolist())
+        pinned = pinned and images.is_pinned()
+        # GPU only: from pinned memory the copy is asynchronous, and the step's kernels queue behind it
+        images = images.to(device, non_blocking=device.type == "cuda")
+        training_step_stand_in(images, args.step_ms)
+    if device.type == "cuda":
+        torch.cuda.synchronize()  # every copy and kernel of the pass has finished
+    return dict(seconds=time.perf_counter() - started, cpu_seconds=time.process_time() - cpu_started,
+                first_batch_seconds=first_batch, waits=waits, batch_sizes=sizes, pinned=pinned,
+                loaded_by={str(pid): n for pid, n in loaded_by.items()})
+
+
+def measure_overlap(dataset, args, rank, world_size, device):
+    """Every (loading ranks, workers) configuration: 1 rank alone (the others wait at a barrier) and every
+    rank, each with 0 to --workers workers. Round 0 warms each configuration up (its persistent workers start
+    there); rounds 1 to --rounds are timed, the configurations interleaved so that a busy moment of the
+    machine hits them all alike. Returns this rank's rows, one per (round, configuration)."""
+    configurations = [(loaders, workers) for loaders in sorted({1, world_size}) for workers in range(args.workers + 1)]
+    loaders_of, warned = {}, {}
+    for loaders, workers in configurations:
+        if rank < loaders:
+            with warnings.catch_warnings(record=True) as caught:  # DataLoader checks the worker count as it is built
+                warnings.simplefilter("always")
+                loaders_of[loaders, workers] = DataLoader(
+                    dataset, batch_size=args.batch_size, num_workers=workers, persistent_workers=workers > 0,
+                    sampler=DistributedSampler(dataset, num_replicas=loaders, rank=rank, shuffle=False),
+                    drop_last=True,  # every batch full: each costs exactly batch_size x item_ms to load
+                    pin_memory=device.type == "cuda")  # GPU only: a thread pins each batch
+            warned[loaders, workers] = any("worker processes" in str(w.message) for w in caught)
+    rows = []
+    for round_ in range(args.rounds + 1):
+        for loaders, workers in configurations:
+            dist.barrier()  # the configuration starts on every rank together
+            if rank < loaders:
+                row = one_pass(loaders_of[loaders, workers], args, device)
+                row.update(warned=warned[loaders, workers])
+            else:  # waits for the loading ranks at the barrier below: is that wait free?
+                cpu_started, started = time.process_time(), time.perf_counter()
+            dist.barrier()
+            if rank >= loaders:
+                row = dict(idle_seconds=time.perf_counter() - started,
+                           idle_cpu_seconds=time.process_time() - cpu_started)
+            rows.append(dict(round=round_, loaders=loaders, workers=workers, rank=rank, pid=os.getpid(), **row))
+    return rows
+
+
+def summarise(rows):
+    """Per configuration, over the timed rounds: milliseconds per batch of the job and the main process's
+    wait per batch (each round's slowest loading rank), each as median, min and max over the rounds."""
+    table = []
+    for loaders, workers in dict.fromkeys((r["loaders"], r["workers"]) for r in rows):
+        timed = [r for r in rows if (r["loaders"], r["workers"]) == (loaders, workers) and r["round"] > 0
+                 and r["rank"] < loaders]
+        per_round = collections.defaultdict(list)
+        for r in timed:
+            per_round[r["round"]].append(r)
+        ms_per_batch = [1000 * max(r["seconds"] / len(r["waits"]) for r in rs) for rs in per_round.values()]
+        wait_ms = [1000 * max(statistics.mean(r["waits"]) for r in rs) for rs in per_round.values()]
+        table.append(dict(loaders=loaders, workers=workers, processes=loaders * (1 + workers),
+                          ms_per_batch=spread(ms_per_batch), wait_ms_per_batch=spread(wait_ms)))
+    return table
+
+
+def spread(values):
+    """The median of some values and their range: what a comparison of timings may rest on."""
+    return dict(median=statistics.median(values), min=min(values), max=max(values), n=len(values))
+
+
+def print_summary(report):
+    cores = report["usable_cores"]
+    print(f"{report['world_size']} process(es) on {cores} usable cores ({report['cpu_count']} on the machine), "
+          f"load average {report['load_average']}, torch threads per process "
+          f"{sorted({r['torch_threads'] for r in report['ranks']})}, workers started by {report['start_method']}")
+    for name, rows in report["seeding"].items():
+        distinct = len({json.dumps(row["augmentations"]) for row in rows})
+        print(f"{name:>18}: {len(rows)} (rank, epoch, worker) streams, {distinct} distinct")
+    overlap = report["overlap"]
+    print(f"each sample costs {overlap['item_ms']} ms of CPU to load, each step {overlap['step_ms']} ms; "
+          f"median [min-max] over {overlap['rounds']} interleaved rounds:")
+    print("loaders  workers  processes  ms per batch          main process waited, ms per batch")
+    for row in overlap["summary"]:
+        t, w = row["ms_per_batch"], row["wait_ms_per_batch"]
+        print(f"{row['loaders']:7}  {row['workers']:7}  {row['processes']:9}  {t['median']:6.2f} "
+              f"[{t['min']:.2f}-{t['max']:.2f}]  {w['median']:6.2f} [{w['min']:.2f}-{w['max']:.2f}]", flush=True)
+
+
+def measure(args, device):
+    """Every rank measures; rank 0 gathers all the records, prints a summary and writes --out."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    # One thread per process, as DataLoader sets in each worker (and torchrun, through OMP_NUM_THREADS, when it
+    # starts more than one process): then processes x (1 + workers) counts every thread that computes.
+    torch.set_num_threads(1)
+    load_average = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+    images, _ = make_datasets(args.dataset_size, num_classes=10, seed=args.seed)
+    records = dict(rank=rank, pid=os.getpid(), torch_threads=torch.get_num_threads(),
+                   seeding=seeding_runs(RandomlyAugmented(images, item_ms=0), args, rank),  # the draws alone
+                   overlap=measure_overlap(RandomlyAugmented(images, args.item_ms), args, rank, world_size, device))
+    gathered = [None] * world_size
+    dist.all_gather_object(gathered, records)  # every rank's records, in rank order
+    if rank != 0:
+        return
+    usable_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    overlap_rows = [row for r in gathered for row in r["overlap"]]
+    report = dict(
+        world_size=world_size, backend=dist.get_backend(), device=str(device), cpu_count=os.cpu_count(),
+        usable_cores=usable_cores, load_average=load_average, start_method=multiprocessing.get_start_method(),
+        numpy=np is not None, workers=args.workers, epochs=args.epochs, batch_size=args.batch_size,
+        dataset_size=args.dataset_size, seed=args.seed,
+        ranks=[dict(rank=r["rank"], pid=r["pid"], torch_threads=r["torch_threads"]) for r in gathered],
+        seeding={name: [row for r in gathered for row in r["seeding"][name]] for name in gathered[0]["seeding"]},
+        overlap=dict(item_ms=args.item_ms, step_ms=args.step_ms, rounds=args.rounds, rows=overlap_rows,
+                     summary=summarise(overlap_rows)))
+    print_summary(report)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1))
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=positive_int, default=2,
+                        help="DataLoader workers per process (the timings try 0 to this many)")
+    parser.add_argument("--epochs", type=positive_int, default=2, help="epochs of the seeding runs")
+    parser.add_argument("--batch-size", type=positive_int, default=8, help="per process")
+    parser.add_argument("--dataset-size", type=positive_int, default=64, help="images")
+    parser.add_argument("--item-ms", type=positive_float, default=0.5,
+                        help="CPU milliseconds each __getitem__ spends (decoding, resizing, ... in a real pipeline)")
+    parser.add_argument("--step-ms", type=positive_float, default=4.0,
+                        help="CPU milliseconds the main process spends on each batch (its share of a training step)")
+    parser.add_argument("--rounds", type=positive_int, default=3, help="timed passes of each configuration")
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--device", choices=["auto", "cpu"], default="auto",
+                        help="auto: NCCL and one GPU per process where CUDA exists, else gloo and the CPU; "
+                             "cpu: gloo and the CPU")
+    parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--out", type=writable_file, help="rank 0 writes every rank's records to this JSON file")
+    args = parser.parse_args()
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    if args.dataset_size < args.batch_size * world_size:
+        parser.error(f"--dataset-size must be at least --batch-size x {world_size} process(es): a full batch per rank")
+    return args
+
+
+def main():
+    args = parse_args()
+    device = setup_distributed(args.timeout, args.device)
+    try:
+        measure(args, device)
+    except BaseException:
+        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
+        raise
+    clean_exit()
+
+
+# ---- Plumbing shared with lesson 04's script (explained there): arguments, data, device, process group, exit ----
 
 def positive_int(text):
     """An argparse type: a whole number > 0. A bad value is a one-line error and exit code 2."""
@@ -81,26 +342,6 @@ def writable_file(text):
     return path
 
 
-def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workers", type=positive_int, default=2,
-                        help="DataLoader workers per process (the timings try 0 to this many)")
-    parser.add_argument("--epochs", type=positive_int, default=2, help="epochs of the seeding runs")
-    parser.add_argument("--batch-size", type=positive_int, default=8, help="per process")
-    parser.add_argument("--dataset-size", type=positive_int, default=160, help="images")
-    parser.add_argument("--blur-passes", type=non_negative_int, default=10,
-                        help="the CPU cost of one augmentation: 3x3 blurs per image")
-    parser.add_argument("--step-passes", type=non_negative_int, default=30,
-                        help="the compute of the training step each batch stands in for: 3x3 blurs per batch")
-    parser.add_argument("--seed", type=non_negative_int, default=0)
-    parser.add_argument("--device", choices=["auto", "cpu"], default="auto",
-                        help="auto: NCCL and one GPU per process where CUDA exists, else gloo and the CPU; "
-                             "cpu: gloo and the CPU")
-    parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
-    parser.add_argument("--out", type=writable_file, help="rank 0 writes every rank's records to this JSON file")
-    return parser.parse_args()
-
-
 def make_datasets(train_size, num_classes, seed):
     """Synthetic, learnable data: image = 0.1 * template[label] + noise. Same seed, same data."""
     generator = torch.Generator().manual_seed(seed)
@@ -110,35 +351,6 @@ def make_datasets(train_size, num_classes, seed):
     images = 0.1 * templates[labels] + torch.randn(len(labels), 3, 32, 32, generator=generator)
     return (TensorDataset(images[:train_size], labels[:train_size]),
             TensorDataset(images[train_size:], labels[train_size:]))
-
-
-class RandomlyAugmented(Dataset):
-    """Lesson 04's images, flipped, shifted and brightened at random on every read, then blurred
-    --blur-passes times (the CPU cost of a real pipeline: decoding, resizing, ...). Each sample also says
-    what was drawn (flip, dx, dy, gain) and who drew it (worker id, -1 in the main process, and pid).
-
-    The draws come from torch's global RNG. In a DataLoader worker that RNG is seeded with base_seed +
-    worker id (numpy's and `random`'s too: torch/utils/data/_utils/worker.py), and base_seed is drawn from
-    the main process's RNG, or from the DataLoader's generator=, each time an iterator starts."""
-
-    def __init__(self, images, blur_passes):
-        self.images, self.blur_passes = images, blur_passes
-        self.kernel = torch.full((3, 1, 3, 3), 1 / 9)
-
-    def __len__(self):
-        return len(self.images)
-
-    def __getitem__(self, index):
-        image, label = self.images[index]
-        flip = torch.rand(()).item() < 0.5
-        dx, dy = torch.randint(-4, 5, (2,)).tolist()
-        gain = torch.empty((), dtype=torch.float64).uniform_(0.8, 1.2).item()  # 53 random bits: no repeats by chance
-        image = torch.roll(image.flip(2) if flip else image, (dy, dx), dims=(1, 2)) * gain
-        for _ in range(self.blur_passes):
-            image = F.conv2d(image[None], self.kernel, padding=1, groups=3)[0]
-        worker = get_worker_info()  # None in the main process
-        drawn_by = torch.tensor([-1 if worker is None else worker.id, os.getpid()])
-        return image, label, torch.tensor([flip, dx, dy, gain], dtype=torch.float64), drawn_by
 
 
 def choose_device(cuda_available, gpu_count, local_rank, local_world_size, wanted="auto"):
@@ -186,158 +398,6 @@ def clean_exit():
     gc.collect()
     dist.barrier()
     dist.destroy_process_group()
-
-
-def training_step_stand_in(images, passes):
-    """The work a training step does with a batch, in the main process, while the workers prepare the next
-    batches: on the CPU it competes with them for the cores."""
-    kernel = torch.full((3, 1, 3, 3), 1 / 9, device=images.device)
-    for _ in range(passes):
-        images = F.conv2d(images, kernel, padding=1, groups=3)
-    return images
-
-
-def record_streams(dataset, args, rank, generator, persistent):
-    """--epochs epochs over this rank's shard with --workers workers: one row per (epoch, worker), with the
-    worker's pid and the augmentations it drew, in the order it drew them."""
-    sampler = DistributedSampler(dataset, shuffle=True, seed=args.seed)
-    loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, num_workers=args.workers,
-                        generator=generator, persistent_workers=persistent)
-    streams = {}
-    for epoch in range(args.epochs):
-        sampler.set_epoch(epoch)
-        for _, _, augmentations, drawn_by in loader:
-            for augmentation, (worker, pid) in zip(augmentations.tolist(), drawn_by.tolist()):
-                streams.setdefault((epoch, worker, pid), []).append(augmentation)
-    return [dict(rank=rank, epoch=epoch, worker=worker, pid=pid, augmentations=drawn)
-            for (epoch, worker, pid), drawn in streams.items()]
-
-
-def seeding_runs(dataset, args, rank):
-    """The seeding bug, its fix, and the fix with persistent_workers: three runs of record_streams."""
-    torch.manual_seed(args.seed)  # as every DDP script does, for the same initial weights on every rank ...
-    same_seed = record_streams(dataset, args, rank, generator=None, persistent=False)  # ... and the same workers
-    # The fix: the loader's own RNG, seeded apart on every rank. Each epoch's iterator draws its workers'
-    # base seed from it, so ranks, workers and epochs all differ, and a rerun repeats them.
-    per_rank_seed = record_streams(dataset, args, rank, torch.Generator().manual_seed(args.seed + 1000 * rank),
-                                   persistent=False)
-    persistent = record_streams(dataset, args, rank, torch.Generator().manual_seed(args.seed + 1000 * rank),
-                                persistent=True)
-    return dict(same_seed=same_seed, per_rank_seed=per_rank_seed, persistent_workers=persistent)
-
-
-def time_one_pass(dataset, args, loaders, rank, workers, device):
-    """This rank's share of one pass over the dataset, split over `loaders` processes, with `workers`
-    workers, each batch followed by a training step's stand-in: its seconds (worker start-up included), the
-    pids that loaded, and what DataLoader warned."""
-    sampler = DistributedSampler(dataset, num_replicas=loaders, rank=rank, shuffle=False)
-    pin = device.type == "cuda"  # page-locked batches: their copy to the GPU can overlap the computation
-    started = time.perf_counter()
-    with warnings.catch_warnings(record=True) as warned:
-        warnings.simplefilter("always")
-        loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, num_workers=workers,
-                            pin_memory=pin)
-        batches = iter(loader)  # starts the workers
-    samples, pids, pinned, first_batch_s = 0, set(), True, None
-    for images, _, _, drawn_by in batches:
-        if first_batch_s is None:
-            first_batch_s = time.perf_counter() - started  # the workers' start-up shows here
-        pinned = pinned and images.is_pinned()
-        images = images.to(device, non_blocking=pin)  # asynchronous only from pinned memory
-        training_step_stand_in(images, args.step_passes)
-        samples += len(images)
-        pids.update(drawn_by[:, 1].tolist())
-    if device.type == "cuda":
-        torch.cuda.synchronize()  # the last copies have landed
-    return dict(rank=rank, loaders=loaders, workers=workers, samples=samples, pids=sorted(pids), pinned=pinned,
-                seconds=time.perf_counter() - started, first_batch_seconds=first_batch_s,
-                warned=[str(w.message) for w in warned if "worker processes" in str(w.message)])
-
-
-def time_loading(dataset, args, rank, world_size, device):
-    """time_one_pass for 0 to --workers workers, with rank 0 alone loading (the other ranks wait at the
-    barrier), then with every rank: the same data on the same cores, by 1 or by world_size processes."""
-    rows = []
-    for loaders in sorted({1, world_size}):
-        for workers in range(args.workers + 1):
-            if rank < loaders:
-                rows.append(time_one_pass(dataset, args, loaders, rank, workers, device))
-            dist.barrier()  # the next configuration starts together
-    return rows
-
-
-def summarise_timings(rows, usable_cores):
-    """One row per (loaders, workers), over the ranks that loaded: the job's samples/s is its samples over
-    the slowest rank's seconds."""
-    table = []
-    for loaders, workers in sorted({(row["loaders"], row["workers"]) for row in rows}):
-        share = [row for row in rows if (row["loaders"], row["workers"]) == (loaders, workers)]
-        samples, seconds = sum(row["samples"] for row in share), max(row["seconds"] for row in share)
-        table.append(dict(loaders=loaders, workers=workers, processes=loaders * (1 + workers),
-                          usable_cores=usable_cores, samples=samples, seconds=seconds,
-                          samples_per_s=samples / seconds,
-                          first_batch_seconds=max(row["first_batch_seconds"] for row in share),
-                          pids=sorted({pid for row in share for pid in row["pids"]}),
-                          pinned=all(row["pinned"] for row in share), warned=any(row["warned"] for row in share)))
-    return table
-
-
-def distinct(rows):
-    """How many different augmentation streams these (rank, epoch, worker) rows drew."""
-    return len({json.dumps(row["augmentations"]) for row in rows})
-
-
-def print_summary(report):
-    cores = report["usable_cores"]
-    threads = sorted({r["torch_threads"] for r in report["ranks"]})
-    print(f"{report['world_size']} process(es) on {cores} usable cores ({report['cpu_count']} on the machine), "
-          f"torch threads per process {threads}, DataLoader workers 1 each")
-    for name, rows in report["seeding"].items():
-        print(f"{name:>18}: {len(rows)} (rank, epoch, worker) streams, {distinct(rows)} distinct")
-    print("loaders  workers  processes  samples/s  first batch")
-    for row in report["timings"]:
-        over = f"  over-subscribed: {row['processes']} processes on {cores} cores" if row["processes"] > cores else ""
-        print(f"{row['loaders']:7}  {row['workers']:7}  {row['processes']:9}  {row['samples_per_s']:9.0f}  "
-              f"{row['first_batch_seconds']:9.2f} s{over}", flush=True)
-
-
-def measure(args, device):
-    """Every rank measures; rank 0 gathers all the records, prints a summary and writes --out."""
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    # One thread per process, as DataLoader sets in each worker (and torchrun, through OMP_NUM_THREADS, when it
-    # starts more than one process): then processes x (1 + workers) counts every thread that loads.
-    torch.set_num_threads(1)
-    images, _ = make_datasets(args.dataset_size, num_classes=10, seed=args.seed)
-    records = dict(rank=rank, pid=os.getpid(), torch_threads=torch.get_num_threads(),
-                   seeding=seeding_runs(RandomlyAugmented(images, blur_passes=0), args, rank),  # the draws alone
-                   timings=time_loading(RandomlyAugmented(images, args.blur_passes), args, rank, world_size, device))
-    gathered = [None] * world_size
-    dist.all_gather_object(gathered, records)  # every rank's records, in rank order
-    if rank != 0:
-        return
-    usable_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    report = dict(
-        world_size=world_size, backend=dist.get_backend(), device=str(device), cpu_count=os.cpu_count(),
-        usable_cores=usable_cores, workers=args.workers, epochs=args.epochs, batch_size=args.batch_size,
-        dataset_size=args.dataset_size, seed=args.seed,
-        ranks=[dict(rank=r["rank"], pid=r["pid"], torch_threads=r["torch_threads"]) for r in gathered],
-        seeding={name: [row for r in gathered for row in r["seeding"][name]] for name in gathered[0]["seeding"]},
-        timings=summarise_timings([row for r in gathered for row in r["timings"]], usable_cores))
-    print_summary(report)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=1))
-
-
-def main():
-    args = parse_args()
-    device = setup_distributed(args.timeout, args.device)
-    try:
-        measure(args, device)
-    except BaseException:
-        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
-        raise
-    clean_exit()
 
 
 if __name__ == "__main__":

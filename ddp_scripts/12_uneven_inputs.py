@@ -12,6 +12,9 @@ parts long), so the ranks run out of batches at different steps. Join([ddp_model
 ran out shadow the collectives of those still training; --no-join leaves it out. The model has a
 BatchNorm layer, whose statistics are buffers: DDP broadcasts buffers at the start of every forward,
 so a forward through ddp_model is a collective, and --eval-through-ddp makes rank 0 alone call it.
+Rank 0 then replays the whole run in one process, on its own device, with the averaging rule written
+out, and reports how far DDP's weights are from it. TF32 is off (on recent GPUs cuDNN convolutions
+use it by default), so both sides compute in float32.
 
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
 and the CPU otherwise or with --device cpu (choose_device). Run by this series' tests on the CPU with
@@ -38,10 +41,205 @@ import torch.distributed as dist
 import torch.nn as nn
 from torch.distributed.algorithms.join import Join
 from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.utils.data import DataLoader, Subset, TensorDataset
+from torch.utils.data import BatchSampler, DataLoader, SequentialSampler, Subset, TensorDataset
 
 NUM_CLASSES = 10
 
+
+def rank_file(dataset, rank, world_size, even):
+    """Rank `rank`'s part of the data, as if each rank read its own file. Uneven: file r is r + 1 parts
+    long, no padding, no sample twice, so the ranks have different numbers of batches. Even: every file
+    len(dataset) // world_size long, the remainder dropped."""
+    if even:
+        length = len(dataset) // world_size
+        return Subset(dataset, range(rank * length, (rank + 1) * length))
+    parts = world_size * (world_size + 1) // 2  # 1 + 2 + ... + world_size
+    start = len(dataset) * (rank * (rank + 1) // 2) // parts
+    end = len(dataset) * ((rank + 1) * (rank + 2) // 2) // parts
+    return Subset(dataset, range(start, end))
+
+
+class ModelWithBatchNorm(nn.Module):
+    """04's model with a BatchNorm layer: running_mean, running_var and num_batches_tracked are buffers,
+    state that is not a parameter and that DDP broadcasts from one rank at the start of every forward."""
+
+    def __init__(self, num_classes):
+        super().__init__()
+        self.conv2d = nn.Conv2d(3, 16, 3)
+        self.norm = nn.BatchNorm2d(16)
+        self.fc = nn.Linear(30 * 30 * 16, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.norm(self.conv2d(x)).flatten(1))
+
+
+def train_uneven(ddp_model, loader, optimizer, device, use_join, divide_by_initial_world_size):
+    """One pass over this rank's file. With Join, a rank that runs out of batches waits at the context's
+    exit and shadows the collectives of the ranks still training (it adds zeros to their gradient
+    all-reduce) until every rank is out; then the last to finish broadcasts its model to all. Without
+    Join (enable=False) it leaves at once. Returns (steps, loss sum, samples) of this rank."""
+    loss_fn = nn.CrossEntropyLoss()
+    steps, total_loss, seen = 0, 0.0, 0
+    ddp_model.train()
+    with Join([ddp_model], enable=use_join, divide_by_initial_world_size=divide_by_initial_world_size):
+        for images, labels in loader:
+            images, labels = images.to(device), labels.to(device)
+            loss = loss_fn(ddp_model(images), labels)  # DDP's forward starts with collectives (buffers)
+            optimizer.zero_grad()
+            loss.backward()  # the gradient all-reduce: every rank still training meets here
+            optimizer.step()
+            steps += 1
+            total_loss += loss.item() * len(labels)
+            seen += len(labels)
+        print(f"[rank {dist.get_rank()}] out of data after {steps} steps", flush=True)
+    return steps, total_loss, seen
+
+
+def replay_by_hand(initial_state, files, batch_size, lr, divide_by_initial_world_size, device):
+    """The same training in one process, on `device` (rank 0's), with the averaging rule written out: at
+    step t the gradient is the sum of the gradients of the ranks that still have a batch t, divided by the
+    world size (or by the number of those ranks). Returns the final parameters, to compare with DDP's."""
+    model = ModelWithBatchNorm(NUM_CLASSES).to(device)
+    model.load_state_dict(initial_state)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    batches = [list(DataLoader(file, batch_size=batch_size)) for file in files]
+    for step in range(max(len(b) for b in batches)):
+        active = [b[step] for b in batches if step < len(b)]
+        divisor = len(files) if divide_by_initial_world_size else len(active)
+        optimizer.zero_grad()
+        for images, labels in active:
+            (loss_fn(model(images.to(device)), labels.to(device)) / divisor).backward()  # adds to .grad
+        optimizer.step()
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+@torch.no_grad()
+def count_correct(model, loader, device):
+    """(correct, seen) on this loader. Counts, not a ratio, so that ranks can add them up."""
+    model.eval()
+    correct, seen = 0, 0
+    for images, labels in loader:
+        correct += (model(images.to(device)).argmax(1) == labels.to(device)).sum().item()
+        seen += len(labels)
+    return correct, seen
+
+
+def digest(tensors):
+    """A short fingerprint of some tensors: equal digests, equal tensors."""
+    data = b"".join(t.detach().cpu().contiguous().numpy().tobytes() for t in tensors)
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def evaluate_two_ways(model, ddp_model, val_set, device, through_ddp, batch_size=8):
+    """Correct validation counts, two ways, over the same batches. 1: rank 0 alone, every batch, with
+    `model`, the module inside DDP: a plain forward, no collective ((0, 0) on the other ranks). 2: every
+    rank every world_size-th batch (no padding, no sample twice), the counts summed. Each sample goes
+    through the same model in the same batch both ways, so the two counts are equal, not merely close."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    # The same model everywhere: DDP broadcasts buffers at the START of a forward, so after the last step each
+    # rank's BatchNorm statistics include its own last batch. (Join's final broadcast made them equal already.)
+    for buffer in model.buffers():
+        dist.broadcast(buffer, src=0)
+    batches = list(BatchSampler(SequentialSampler(val_set), batch_size, drop_last=False))
+    rank0 = (0, 0)
+    if rank == 0:
+        evaluated = ddp_model if through_ddp else model  # --eval-through-ddp: the forward is a collective
+        rank0 = count_correct(evaluated, DataLoader(val_set, batch_sampler=batches), device)
+    mine = count_correct(model, DataLoader(val_set, batch_sampler=batches[rank::world_size]), device)
+    every_rank = sum_over_ranks(*mine, device=device)
+    return rank0, [round(n) for n in every_rank]
+
+
+def train_and_evaluate(args, device):
+    """Train one pass over the files, evaluate two ways, and on rank 0 check the averaging rule by hand."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    started = time.perf_counter()
+    # float32 means float32 here: on Ampere and later GPUs cuDNN convolutions default to TF32 (a 10-bit
+    # mantissa), enough to move weights by more than the replay's tolerance. Both switches, before any work.
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.manual_seed(args.seed)  # the same initial weights everywhere (DDP also broadcasts rank 0's)
+    train_set, val_set = make_datasets(args.dataset_size, NUM_CLASSES, args.seed)
+    files = [rank_file(train_set, r, world_size, args.even_files) for r in range(world_size)]
+    loader = DataLoader(files[rank], batch_size=args.batch_size)
+    model = ModelWithBatchNorm(NUM_CLASSES).to(device)
+    initial_state = copy.deepcopy(model.state_dict())
+    ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+    optimizer = torch.optim.SGD(ddp_model.parameters(), lr=args.lr, momentum=0.9)
+    print(f"[rank {rank}] {len(files[rank])} samples: {len(loader)} batches of up to {args.batch_size}", flush=True)
+
+    divide_by_initial = not args.divide_by_remaining
+    steps, loss_sum, seen = train_uneven(ddp_model, loader, optimizer, device, not args.no_join, divide_by_initial)
+    loss_sum, seen = sum_over_ranks(loss_sum, seen, device=device)  # after the Join: every rank is here
+    ranks = [None] * world_size  # each rank's own numbers after training, gathered to rank 0 for the report
+    dist.all_gather_object(ranks, dict(rank=rank, samples=len(files[rank]), steps=steps,
+                                       model=digest(model.state_dict().values()),  # parameters and buffers
+                                       momentum=digest(s["momentum_buffer"] for s in optimizer.state.values())))
+    (rank0_correct, rank0_seen), (every_rank_correct, every_rank_seen) = evaluate_two_ways(
+        model, ddp_model, val_set, device, args.eval_through_ddp)
+    if rank != 0:
+        return
+
+    final = torch.cat([p.detach().flatten() for p in model.parameters()])
+    max_difference = {rule: (final - replay_by_hand(initial_state, files, args.batch_size, args.lr,
+                                                    rule == "initial_world_size", device)).abs().max().item()
+                      for rule in ("initial_world_size", "remaining_ranks")}
+    print(f"steps per rank {[r['steps'] for r in ranks]}, loss {loss_sum / seen:.4f}, val correct "
+          f"{rank0_correct}/{rank0_seen} (rank 0) and {every_rank_correct}/{every_rank_seen} (every rank); largest "
+          f"difference from the averaging rule by hand: {max_difference}", flush=True)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(dict(
+            world_size=world_size, backend=dist.get_backend(), device=str(device), join=not args.no_join,
+            even_files=args.even_files, divide_by_initial_world_size=divide_by_initial, ranks=ranks,
+            batch_size=args.batch_size, train_loss=loss_sum / seen, train_samples=seen,
+            max_difference_from_rule=max_difference, replay_device=str(device),
+            tf32=dict(cudnn=torch.backends.cudnn.allow_tf32, matmul=torch.backends.cuda.matmul.allow_tf32),
+            val_correct_rank0=rank0_correct, val_seen_rank0=rank0_seen,
+            val_correct_every_rank=every_rank_correct, val_seen_every_rank=every_rank_seen,
+            seconds=time.perf_counter() - started), indent=1))
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-join", action="store_true", help="train without Join: the ranks with more batches hang")
+    parser.add_argument("--even-files", action="store_true",
+                        help="every rank's file equally long (the remainder dropped), as in lesson 04")
+    parser.add_argument("--eval-through-ddp", action="store_true",
+                        help="rank 0 alone evaluates through ddp_model instead of model: a collective")
+    parser.add_argument("--divide-by-remaining", action="store_true",
+                        help="Join(divide_by_initial_world_size=False): average over the ranks still training")
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="per process")
+    parser.add_argument("--dataset-size", type=positive_int, default=101, help="training samples, all files")
+    parser.add_argument("--lr", type=positive_float, default=0.01)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--device", choices=["auto", "cpu"], default="auto",
+                        help="auto: NCCL and one GPU per process where CUDA exists, else gloo and the CPU; "
+                             "cpu: gloo and the CPU")
+    parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
+    parser.add_argument("--out", type=writable_file, help="rank 0 writes what it measured to this JSON file")
+    args = parser.parse_args()
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    parts = world_size if args.even_files else world_size * (world_size + 1) // 2  # rank_file's parts
+    if args.dataset_size < parts:
+        parser.error(f"--dataset-size must be at least {parts} with {world_size} process(es): a sample per file")
+    return args
+
+
+def main():
+    args = parse_args()
+    device = setup_distributed(args.timeout, args.device)
+    try:
+        train_and_evaluate(args, device)
+    except BaseException:
+        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
+        raise
+    clean_exit()
+
+
+# ---- Plumbing shared with lesson 04's script (explained there): arguments, data, device, process group, exit ----
 
 def positive_int(text):
     """An argparse type: a whole number > 0. A bad value is a one-line error and exit code 2."""
@@ -84,32 +282,6 @@ def writable_file(text):
     return path
 
 
-def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--no-join", action="store_true", help="train without Join: the ranks with more batches hang")
-    parser.add_argument("--even-files", action="store_true",
-                        help="every rank's file equally long (the remainder dropped), as in lesson 04")
-    parser.add_argument("--eval-through-ddp", action="store_true",
-                        help="rank 0 alone evaluates through ddp_model instead of model: a collective")
-    parser.add_argument("--divide-by-remaining", action="store_true",
-                        help="Join(divide_by_initial_world_size=False): average over the ranks still training")
-    parser.add_argument("--batch-size", type=positive_int, default=16, help="per process")
-    parser.add_argument("--dataset-size", type=positive_int, default=101, help="training samples, all files")
-    parser.add_argument("--lr", type=positive_float, default=0.01)
-    parser.add_argument("--seed", type=non_negative_int, default=0)
-    parser.add_argument("--device", choices=["auto", "cpu"], default="auto",
-                        help="auto: NCCL and one GPU per process where CUDA exists, else gloo and the CPU; "
-                             "cpu: gloo and the CPU")
-    parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
-    parser.add_argument("--out", type=writable_file, help="rank 0 writes what it measured to this JSON file")
-    args = parser.parse_args()
-    world_size = int(os.environ.get("WORLD_SIZE", 1))
-    parts = world_size if args.even_files else world_size * (world_size + 1) // 2  # rank_file's parts
-    if args.dataset_size < parts:
-        parser.error(f"--dataset-size must be at least {parts} with {world_size} process(es): a sample per file")
-    return args
-
-
 def make_datasets(train_size, num_classes, seed):
     """Synthetic, learnable data: image = 0.1 * template[label] + noise. Same seed, same data."""
     generator = torch.Generator().manual_seed(seed)
@@ -119,33 +291,6 @@ def make_datasets(train_size, num_classes, seed):
     images = 0.1 * templates[labels] + torch.randn(len(labels), 3, 32, 32, generator=generator)
     return (TensorDataset(images[:train_size], labels[:train_size]),
             TensorDataset(images[train_size:], labels[train_size:]))
-
-
-def rank_file(dataset, rank, world_size, even):
-    """Rank `rank`'s part of the data, as if each rank read its own file. Uneven: file r is r + 1 parts
-    long, no padding, no sample twice, so the ranks have different numbers of batches. Even: every file
-    len(dataset) // world_size long, the remainder dropped."""
-    if even:
-        length = len(dataset) // world_size
-        return Subset(dataset, range(rank * length, (rank + 1) * length))
-    parts = world_size * (world_size + 1) // 2  # 1 + 2 + ... + world_size
-    start = len(dataset) * (rank * (rank + 1) // 2) // parts
-    end = len(dataset) * ((rank + 1) * (rank + 2) // 2) // parts
-    return Subset(dataset, range(start, end))
-
-
-class ModelWithBatchNorm(nn.Module):
-    """04's model with a BatchNorm layer: running_mean, running_var and num_batches_tracked are buffers,
-    state that is not a parameter and that DDP broadcasts from one rank at the start of every forward."""
-
-    def __init__(self, num_classes):
-        super().__init__()
-        self.conv2d = nn.Conv2d(3, 16, 3)
-        self.norm = nn.BatchNorm2d(16)
-        self.fc = nn.Linear(30 * 30 * 16, num_classes)
-
-    def forward(self, x):
-        return self.fc(self.norm(self.conv2d(x)).flatten(1))
 
 
 def choose_device(cuda_available, gpu_count, local_rank, local_world_size, wanted="auto"):
@@ -200,140 +345,6 @@ def clean_exit():
     gc.collect()
     dist.barrier()
     dist.destroy_process_group()
-
-
-def train_uneven(ddp_model, loader, optimizer, device, use_join, divide_by_initial_world_size):
-    """One pass over this rank's file. With Join, a rank that runs out of batches waits at the context's
-    exit and shadows the collectives of the ranks still training (it adds zeros to their gradient
-    all-reduce) until every rank is out; then the last to finish broadcasts its model to all. Without
-    Join (enable=False) it leaves at once. Returns (steps, loss sum, samples) of this rank."""
-    loss_fn = nn.CrossEntropyLoss()
-    steps, total_loss, seen = 0, 0.0, 0
-    ddp_model.train()
-    with Join([ddp_model], enable=use_join, divide_by_initial_world_size=divide_by_initial_world_size):
-        for images, labels in loader:
-            images, labels = images.to(device), labels.to(device)
-            loss = loss_fn(ddp_model(images), labels)  # DDP's forward starts with collectives (buffers)
-            optimizer.zero_grad()
-            loss.backward()  # the gradient all-reduce: every rank still training meets here
-            optimizer.step()
-            steps += 1
-            total_loss += loss.item() * len(labels)
-            seen += len(labels)
-        print(f"[rank {dist.get_rank()}] out of data after {steps} steps", flush=True)
-    return steps, total_loss, seen
-
-
-def replay_by_hand(initial_state, files, batch_size, lr, divide_by_initial_world_size):
-    """The same training in one process, with the averaging rule written out: at step t the gradient is the
-    sum of the gradients of the ranks that still have a batch t, divided by the world size (or by the number
-    of those ranks). Returns the final parameters, to compare with what DDP and Join computed."""
-    model = ModelWithBatchNorm(NUM_CLASSES)
-    model.load_state_dict(initial_state)
-    model.train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-    loss_fn = nn.CrossEntropyLoss()
-    batches = [list(DataLoader(file, batch_size=batch_size)) for file in files]
-    for step in range(max(len(b) for b in batches)):
-        active = [b[step] for b in batches if step < len(b)]
-        divisor = len(files) if divide_by_initial_world_size else len(active)
-        optimizer.zero_grad()
-        for images, labels in active:
-            (loss_fn(model(images), labels) / divisor).backward()  # adds to .grad
-        optimizer.step()
-    return torch.cat([p.detach().flatten() for p in model.parameters()])
-
-
-@torch.no_grad()
-def count_correct(model, loader, device):
-    """(correct, seen) on this loader. Counts, not a ratio, so that ranks can add them up."""
-    model.eval()
-    correct, seen = 0, 0
-    for images, labels in loader:
-        correct += (model(images.to(device)).argmax(1) == labels.to(device)).sum().item()
-        seen += len(labels)
-    return correct, seen
-
-
-def digest(tensors):
-    """A short fingerprint of some tensors: equal digests, equal tensors."""
-    data = b"".join(t.detach().cpu().contiguous().numpy().tobytes() for t in tensors)
-    return hashlib.sha256(data).hexdigest()[:16]
-
-
-def evaluate_two_ways(model, ddp_model, val_set, device, through_ddp):
-    """Validation accuracy, two correct ways. 1: rank 0 alone, the whole set, with `model`, the module inside
-    DDP: a plain forward, no collective (None on the other ranks). 2: every rank its own slice (every
-    world_size-th sample: no padding, no sample twice), the counts summed: exact, the same number."""
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    # The same model everywhere: DDP broadcasts buffers at the START of a forward, so after the last step each
-    # rank's BatchNorm statistics include its own last batch. (Join's final broadcast made them equal already.)
-    for buffer in model.buffers():
-        dist.broadcast(buffer, src=0)
-    rank0_accuracy = None
-    if rank == 0:
-        evaluated = ddp_model if through_ddp else model  # --eval-through-ddp: the forward is a collective
-        correct, seen = count_correct(evaluated, DataLoader(val_set, batch_size=256), device)
-        rank0_accuracy = correct / seen
-    val_slice = Subset(val_set, range(rank, len(val_set), world_size))
-    correct, seen = sum_over_ranks(*count_correct(model, DataLoader(val_slice, batch_size=256), device),
-                                   device=device)
-    return rank0_accuracy, correct / seen, seen
-
-
-def train_and_evaluate(args, device):
-    """Train one pass over the files, evaluate two ways, and on rank 0 check the averaging rule by hand."""
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    started = time.perf_counter()
-    torch.manual_seed(args.seed)  # the same initial weights everywhere (DDP also broadcasts rank 0's)
-    train_set, val_set = make_datasets(args.dataset_size, NUM_CLASSES, args.seed)
-    files = [rank_file(train_set, r, world_size, args.even_files) for r in range(world_size)]
-    loader = DataLoader(files[rank], batch_size=args.batch_size)
-    model = ModelWithBatchNorm(NUM_CLASSES).to(device)
-    initial_state = copy.deepcopy(model.state_dict())
-    ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
-    optimizer = torch.optim.SGD(ddp_model.parameters(), lr=args.lr, momentum=0.9)
-    print(f"[rank {rank}] {len(files[rank])} samples: {len(loader)} batches of up to {args.batch_size}", flush=True)
-
-    divide_by_initial = not args.divide_by_remaining
-    steps, loss_sum, seen = train_uneven(ddp_model, loader, optimizer, device, not args.no_join, divide_by_initial)
-    loss_sum, seen = sum_over_ranks(loss_sum, seen, device=device)  # after the Join: every rank is here
-    ranks = [None] * world_size  # each rank's own numbers after training, gathered to rank 0 for the report
-    dist.all_gather_object(ranks, dict(rank=rank, samples=len(files[rank]), steps=steps,
-                                       model=digest(model.state_dict().values()),  # parameters and buffers
-                                       momentum=digest(s["momentum_buffer"] for s in optimizer.state.values())))
-    rank0_accuracy, every_rank_accuracy, val_seen = evaluate_two_ways(model, ddp_model, val_set, device,
-                                                                      args.eval_through_ddp)
-    if rank != 0:
-        return
-
-    final = torch.cat([p.detach().cpu().flatten() for p in model.parameters()])
-    max_difference = {rule: (final - replay_by_hand(initial_state, files, args.batch_size, args.lr,
-                                                    rule == "initial_world_size")).abs().max().item()
-                      for rule in ("initial_world_size", "remaining_ranks")}
-    print(f"steps per rank {[r['steps'] for r in ranks]}, loss {loss_sum / seen:.4f}, val accuracy "
-          f"{rank0_accuracy:.1%} (rank 0) and {every_rank_accuracy:.1%} (every rank); largest difference from "
-          f"the averaging rule by hand: {max_difference}", flush=True)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(dict(
-            world_size=world_size, backend=dist.get_backend(), device=str(device), join=not args.no_join,
-            even_files=args.even_files, divide_by_initial_world_size=divide_by_initial, ranks=ranks,
-            batch_size=args.batch_size, train_loss=loss_sum / seen, train_samples=seen,
-            max_difference_from_rule=max_difference,
-            val_accuracy_rank0=rank0_accuracy, val_accuracy_every_rank=every_rank_accuracy, val_samples=val_seen,
-            seconds=time.perf_counter() - started), indent=1))
-
-
-def main():
-    args = parse_args()
-    device = setup_distributed(args.timeout, args.device)
-    try:
-        train_and_evaluate(args, device)
-    except BaseException:
-        dist.destroy_process_group()  # no barrier here: the other ranks may be gone
-        raise
-    clean_exit()
 
 
 if __name__ == "__main__":

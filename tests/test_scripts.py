@@ -50,7 +50,8 @@ CASES = {
     "11_fast_ddp.py": dict(args=["--variants", "fp32,bf16,compile,bucket-view,fp16-hook,powersgd", "--compile-backend",
                                  "eager", "--epochs", "1", "--dataset-size", "101", "--batch-size", "16"], out=True),
     # --- lesson 12 ---
-    "12_data_loading.py": dict(args=["--dataset-size", "101", "--blur-passes", "2", "--step-passes", "2"], out=True),
+    "12_data_loading.py": dict(args=["--dataset-size", "101", "--item-ms", "0.2", "--step-ms", "0.5", "--rounds", "1"],
+                               out=True),
     "12_uneven_inputs.py": dict(args=["--dataset-size", "101"], out=True),
     # --- lesson 13 ---
     "13_zero_fsdp.py": dict(args=["--width", "32", "--layers", "2", "--steps", "4", "--dataset-size", "101"], out=True),
@@ -175,7 +176,8 @@ SPECIFIC_BAD = {
     "11_fast_ddp.py": [["--variants", "fp32,turbo"], ["--variants", "fp32,fp32"], ["--variants", ""],
                        ["--compile-backend", "no-such-backend"], ["--bucket-cap-mb", "0"], ["--powersgd-rank", "0"],
                        ["--variants", "bf16-hook", "--device", "cpu"]],
-    "12_data_loading.py": [["--workers", "0"], ["--workers", "x"], ["--blur-passes", "-1"], ["--step-passes", "1.5"]],
+    "12_data_loading.py": [["--workers", "0"], ["--workers", "x"], ["--item-ms", "-1"], ["--step-ms", "nan"],
+                           ["--rounds", "0"], ["--dataset-size", "4"]],
     "12_uneven_inputs.py": [["--even-files", "--dataset-size", "0"], ["--divide-by-remaining", "--lr", "inf"],
                             ["--bug", "no-join"]],
     "13_zero_fsdp.py": [["--steps", "3"], ["--steps", "x"], ["--width", "0"], ["--layers", "-1"]],

@@ -64,7 +64,7 @@ QUICK = {
     "10_node_report.py": ([], True),
     "11_fast_ddp.py": (["--variants", "fp32,bf16,compile,bucket-view,fp16-hook,powersgd", "--compile-backend", "eager",
                         "--epochs", "1", "--dataset-size", "101", "--batch-size", "16"], True),
-    "12_data_loading.py": (["--dataset-size", "101", "--blur-passes", "2", "--step-passes", "2"], True),
+    "12_data_loading.py": (["--dataset-size", "101", "--item-ms", "0.2", "--step-ms", "0.5", "--rounds", "1"], True),
     "12_uneven_inputs.py": (["--dataset-size", "101"], True),
     "13_zero_fsdp.py": (["--width", "32", "--layers", "2", "--steps", "4", "--dataset-size", "101"], True),
     "13_sharded_checkpoint.py": (["--save", "ckpt", "--width", "32", "--layers", "2", "--steps", "2",
