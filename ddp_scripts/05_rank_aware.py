@@ -231,7 +231,8 @@ def why_unreadable(error):
 
 
 def save_checkpoint(path, model, optimizer, epoch, settings):
-    """Global rank 0 only. Write to a temporary file, then rename: a crash never leaves half a file."""
+    """Global rank 0 only. Write to a temporary file, then rename: a crash of the process never leaves half a
+    file. (Not a power loss: nothing calls fsync, so the data may not be on the disk yet.)"""
     state = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), epoch=epoch, settings=settings,
                  world_size=dist.get_world_size())
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -265,7 +265,10 @@ def experiment(args, device, train_set, optimizer="sgd", dtype=torch.float64, ba
     opt = make_optimizer(optimizer, ddp_model.parameters(), args.lr)
     loss_fn = nn.CrossEntropyLoss(reduction="sum" if loss_sum else "mean")
     sampler = DistributedSampler(train_set, shuffle=True, seed=args.seed, drop_last=drop_last)
-    loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler, drop_last=drop_last)
+    # The loader's own generator: each epoch's iterator draws a seed from it (DataLoader's _base_seed). From the
+    # global generator, that draw would shift dropout's stream against the reference's, which has no loader.
+    loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler, drop_last=drop_last,
+                        generator=torch.Generator().manual_seed(args.seed))
     masks, orders, first_grads = [], [], None
     if dropout:  # record which activations dropout zeroed in the first step, on every rank
         ddp_model.module.drop.register_forward_hook(
@@ -353,42 +356,61 @@ def anatomy(args, device, train_set):
         hook_calls=gather(calls))
 
 
-def unused_parameters(args, device, train_set, timed_steps=10):
-    """A branch used only on odd steps: the real DDP error, the fix, its cost, and static_graph."""
+def unused_parameters(args, device, train_set, warmup=3, rounds=15):
+    """A branch used only on odd steps: the real DDP error, the fix, and static_graph. Then the cost of each
+    setting on a model that uses every parameter: warmed up, then timed one step at a time, interleaved."""
     rank = dist.get_rank()
     images, labels = train_set.tensors
     idx = slice(rank * args.batch_size, (rank + 1) * args.batch_size)
     x, y = images[idx].to(device), labels[idx].to(device)
     loss_fn = nn.CrossEntropyLoss()
 
-    def run(steps, use_extra, **ddp_kwargs):
+    def build(**ddp_kwargs):
         torch.manual_seed(args.seed)
         ddp_model = wrap(BranchModel(args.num_classes).to(device), device, **ddp_kwargs)
-        opt = torch.optim.SGD(ddp_model.parameters(), lr=args.lr)
-        times = []
+        return ddp_model, torch.optim.SGD(ddp_model.parameters(), lr=args.lr)
+
+    def step(ddp_model, opt, use_extra):
+        loss = loss_fn(ddp_model(x, use_extra=use_extra), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    def run(steps, use_extra, **ddp_kwargs):
+        ddp_model, opt = build(**ddp_kwargs)
         try:
-            for step in range(steps):
-                started = time.perf_counter()
-                loss = loss_fn(ddp_model(x, use_extra=use_extra(step)), y)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                times.append(time.perf_counter() - started)
+            for s in range(steps):
+                step(ddp_model, opt, use_extra(s))
         except RuntimeError as error:  # every rank raises at the same step, so nothing is left waiting
-            return dict(error=str(error), failed_at_step=step)
-        return dict(error=None, ms_per_step=1000 * sorted(times[1:])[len(times[1:]) // 2],
-                    weights=gather(fingerprint(flat(ddp_model.module))))
+            return dict(error=str(error), failed_at_step=s)
+        return dict(error=None, weights=gather(fingerprint(flat(ddp_model.module))))
+
+    def cost():
+        """ms per step of each setting, every round timing one step of each in turn (A B C A B C ...), so a
+        busy moment of the machine falls on all three alike; each step starts with the ranks together."""
+        settings = dict(default={}, find_unused=dict(find_unused_parameters=True),
+                        static_graph=dict(static_graph=True))
+        built = {name: build(**kwargs) for name, kwargs in settings.items()}
+        for name in settings:  # warm-up: the first steps allocate, and rebuild the buckets (static_graph: records)
+            for _ in range(warmup):
+                step(*built[name], True)
+        ms = {name: [] for name in settings}
+        for _ in range(rounds):
+            for name in settings:
+                dist.barrier()  # not timed: no rank's step includes waiting for a late one
+                started = time.perf_counter()
+                step(*built[name], True)
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)  # the GPU's work done, not only queued
+                ms[name].append(1000 * (time.perf_counter() - started))
+        return dict(ms=ms, warmup=warmup, rounds=rounds)
 
     odd = lambda step: step % 2 == 1  # noqa: E731  (the branch is skipped on even steps)
-    always = lambda step: True  # noqa: E731
     return dict(
         default=run(4, odd),  # DDP expects every parameter to get a gradient in every step
         find_unused=run(4, odd, find_unused_parameters=True),
         static_graph_changing=run(4, odd, static_graph=True),
-        # the cost, on a model that does use every parameter (so all three settings are valid)
-        cost_default=run(timed_steps, always),
-        cost_find_unused=run(timed_steps, always, find_unused_parameters=True),
-        cost_static_graph=run(timed_steps, always, static_graph=True))
+        cost=cost())  # the cost, on a model that does use every parameter (so all three settings are valid)
 
 
 def run_experiments(args, device):

@@ -1,5 +1,7 @@
 """09 · Collective bugs on demand: a stuck rank, the checkpoint trap, mismatched shapes, an unused
-parameter. Each ends in an error within seconds, never a hang. Without --bug it runs correctly.
+parameter. On gloo (--device cpu, as lesson 09 runs them) each ends in an error within seconds, never a
+hang; on NCCL mismatched collectives are undefined behaviour, and a hang lasts until the watchdog's
+timeout. Without --bug it runs correctly.
 
     torchrun --standalone --nproc_per_node=2 09_collective_bugs.py                  # correct: exits 0
     torchrun --standalone --nproc_per_node=2 09_collective_bugs.py --bug rank0-only --timeout 3
@@ -178,8 +180,13 @@ def miniature_training_step(args, device):
           f"TORCH_DISTRIBUTED_DEBUG={os.environ.get('TORCH_DISTRIBUTED_DEBUG', 'OFF')}", flush=True)
     batch = read_next_batch(rank, args.bug, args.timeout).to(device)
     if args.monitored:  # every rank checks in; rank 0 names those that do not, within the timeout
-        dist.monitored_barrier(group=monitor, timeout=datetime.timedelta(seconds=args.timeout),
-                               wait_all_ranks=args.wait_all_ranks)
+        started = time.perf_counter()
+        try:
+            dist.monitored_barrier(group=monitor, timeout=datetime.timedelta(seconds=args.timeout),
+                                   wait_all_ranks=args.wait_all_ranks)
+        except RuntimeError:
+            print(f"[rank {rank}] monitored_barrier raised after {time.perf_counter() - started:.1f} s", flush=True)
+            raise
     dist.all_reduce(batch)  # the step's gradient all-reduce, in miniature
 
     with tempfile.TemporaryDirectory() as tmp:

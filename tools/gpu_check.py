@@ -450,9 +450,11 @@ def checks_cell(report: dict) -> str:
 def verified_section(reports: list[dict]) -> str:
     """The text between the README's markers: a row per GPU report, or a plain 'none yet'."""
     if not reports:
-        return ("No GPU run has been recorded yet. What CI runs is the CPU path, with gloo: every script and\n"
-                "every lesson, with 1–4 processes. To record a GPU run, run the check below on a machine with\n"
-                "NVIDIA GPUs and follow [verified/README.md](verified/README.md).")
+        return ("No GPU run has been recorded yet. What CI runs is the CPU path, with gloo: every lesson at 2\n"
+                "processes per launch (lesson 08 again at 3, lessons 05 and 09 again at 1), and every script under\n"
+                "torchrun with 1, 2 and 3 processes (01 and 03, single-process, with python). To record a GPU run,\n"
+                "run the check below on a machine with NVIDIA GPUs and follow "
+                "[verified/README.md](verified/README.md).")
     rows = [f"| {r['date'][:10]} | {gpu_summary(r['gpus'])} | {r['torch']} | {r['cuda']} | {r['nccl'] or '–'} "
             f"| {r['python']} | {checks_cell(r)} |" for r in reports]
     return "\n".join(["Each row is a report of the GPU check in [verified/](verified/); "
