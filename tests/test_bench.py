@@ -22,9 +22,9 @@ def fake_results():
                           dict(bucket_cap_mb=25.0, allreduce_calls_per_step=1, tensors=202, ms_per_step=20.0)],
                  no_sync=[dict(variant="no_sync", micro_steps=8, allreduce_calls_per_optimizer_step=2,
                                ms_per_optimizer_step=70.0)]),
-        fast=dict(world_size=2, device="cpu", compile_backend="inductor",
-                  variants=[dict(variant="compile", median_step_s=0.0125, first_step_s=34.0,
-                                 bytes_per_step=[2048, 1024], val_accuracy=0.908)]))
+        fast=dict(world_size=2, device="cpu", compile_backend="inductor", timing=dict(rounds=10, round_steps=4),
+                  variants=[dict(variant="compile", median_step_s=0.0125, min_step_s=0.011, max_step_s=0.0155,
+                                 first_step_s=34.0, bytes_per_step=[2048, 1024], val_accuracy=0.908)]))
 
 
 def test_markdown_names_the_machine_and_every_table():
@@ -37,7 +37,8 @@ def test_markdown_names_the_machine_and_every_table():
         assert heading in md
     assert "| 4 KiB | 300.0 | 0.100 | 0.100 |" in md
     assert "| 0.001 | 101 | 100.0 |" in md
-    assert "| compile | 12.50 | 34.00 | 1.0 | 90.8% |" in md
+    assert "| compile | 12.50 | 11.00–15.50 | 34.00 | 1.0 | 90.8% |" in md
+    assert "10 interleaved rounds of 4 steps" in md
     assert "busy" not in md
     # every table row has as many cells as its header
     for block in md.split("\n\n"):

@@ -47,8 +47,9 @@ CASES = {
     # --- lesson 10 ---
     "10_node_report.py": dict(args=[], out=True),
     # --- lesson 11 ---
-    "11_fast_ddp.py": dict(args=["--variants", "fp32,bf16,compile,bucket-view,fp16-hook,powersgd", "--compile-backend",
-                                 "eager", "--epochs", "1", "--dataset-size", "101", "--batch-size", "16"], out=True),
+    "11_fast_ddp.py": dict(args=["--variants", "fp32,bf16,fp16,compile,bucket-view,fp16-hook,bf16-hook,powersgd",
+                                 "--compile-backend", "eager", "--epochs", "1", "--dataset-size", "101", "--batch-size",
+                                 "16", "--rounds", "2", "--round-steps", "1", "--accumulate", "2"], out=True),
     # --- lesson 12 ---
     "12_data_loading.py": dict(args=["--dataset-size", "101", "--item-ms", "0.2", "--step-ms", "0.5", "--rounds", "1"],
                                out=True),
@@ -175,7 +176,8 @@ SPECIFIC_BAD = {
     "09_collective_bugs.py": [["--bug", "typo"]],
     "11_fast_ddp.py": [["--variants", "fp32,turbo"], ["--variants", "fp32,fp32"], ["--variants", ""],
                        ["--compile-backend", "no-such-backend"], ["--bucket-cap-mb", "0"], ["--powersgd-rank", "0"],
-                       ["--variants", "bf16-hook", "--device", "cpu"]],
+                       ["--rounds", "0"], ["--round-steps", "x"], ["--warmup-steps", "-1"], ["--accumulate", "-1"],
+                       ["--clip-norm", "nan"]],
     "12_data_loading.py": [["--workers", "0"], ["--workers", "x"], ["--item-ms", "-1"], ["--step-ms", "nan"],
                            ["--rounds", "0"], ["--dataset-size", "4"]],
     "12_uneven_inputs.py": [["--even-files", "--dataset-size", "0"], ["--divide-by-remaining", "--lr", "inf"],

@@ -7,7 +7,7 @@ Runs, with this interpreter's torch:
   2. ddp_scripts/07_ddp_perf.py as one plain process (threads sweep; DataParallel on >= 2 GPUs);
   3. ddp_scripts/07_ddp_perf.py under torchrun (scaling, bucket_cap_mb sweep, no_sync);
   4. ddp_scripts/11_fast_ddp.py under torchrun (lesson 11: mixed precision, torch.compile with inductor,
-     compression hooks; fp16 autocast and the bf16 hook on GPUs only).
+     compression hooks; each variant warmed up, then timed in interleaved rounds: median and min-max).
 and writes OUT_DIR/results.json (everything, with the machine) and OUT_DIR/results.md (tables to
 paste into the README), plus each run's raw JSON and log. Every number is measured in this run.
 """
@@ -40,6 +40,7 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=int, default=20, help="timed steps per measurement")
     parser.add_argument("--threads", default="1,2", help="threads per process to sweep (CPU)")
     parser.add_argument("--fast-epochs", type=int, default=4, help="epochs of each lesson 11 variant")
+    parser.add_argument("--fast-rounds", type=int, default=10, help="timing rounds of lesson 11's variants")
     parser.add_argument("--timeout", type=int, default=600, help="seconds each launch may take")
     parser.add_argument("--out-dir", type=Path, default=REPO / "build" / "bench")
     args = parser.parse_args(argv)
@@ -49,7 +50,7 @@ def parse_args(argv=None):
                          f"got {getattr(args, name)!r}")
     if not re.fullmatch(r"[1-9]\d*(,[1-9]\d*)*", args.threads):
         parser.error(f"--threads must be positive integers separated by commas, got {args.threads!r}")
-    for name in ("nproc", "iters", "batch_size", "width", "steps", "fast_epochs", "timeout"):
+    for name in ("nproc", "iters", "batch_size", "width", "steps", "fast_epochs", "fast_rounds", "timeout"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     return args
@@ -119,13 +120,17 @@ def markdown(results):
     for r in results["ddp"]["no_sync"]:
         out.append(f"| {r['variant']} | {r['allreduce_calls_per_optimizer_step']} | {r['ms_per_optimizer_step']:.1f} |")
     fast = results["fast"]
+    timing = fast["timing"]
     out += ["", f"**Faster DDP** (lesson 11: {fast['world_size']} processes, {fast['device']}, torch.compile backend "
-                f"{fast['compile_backend']}; median step of the slowest rank; the first step includes any compiling)",
-            "", "| variant | ms/step | first step (s) | KiB all-reduced per step | val accuracy |",
-            "|---|---:|---:|---:|---:|"]
+                f"{fast['compile_backend']}; step of the slowest rank, each variant warmed up, then timed in "
+                f"{timing['rounds']} interleaved rounds of {timing['round_steps']} steps: median and min–max over the "
+                "rounds; the first step includes any compiling)",
+            "", "| variant | ms/step (median) | min–max | first step (s) | KiB all-reduced per step | val accuracy |",
+            "|---|---:|---:|---:|---:|---:|"]
     for r in fast["variants"]:
-        out.append(f"| {r['variant']} | {r['median_step_s'] * 1e3:.2f} | {r['first_step_s']:.2f} | "
-                   f"{r['bytes_per_step'][-1] / 1024:.1f} | {r['val_accuracy']:.1%} |")
+        out.append(f"| {r['variant']} | {r['median_step_s'] * 1e3:.2f} | {r['min_step_s'] * 1e3:.2f}–"
+                   f"{r['max_step_s'] * 1e3:.2f} | {r['first_step_s']:.2f} | {r['bytes_per_step'][-1] / 1024:.1f} | "
+                   f"{r['val_accuracy']:.1%} |")
     return "\n".join(out) + "\n"
 
 
@@ -146,12 +151,12 @@ def main(argv=None):
     launch([*torchrun, SCRIPTS / "07_ddp_perf.py", *perf, "--threads", args.threads, "--out", out / "ddp.json"],
            out / "ddp.log", args.timeout)
     sys.path.insert(0, str(REPO / "notebooks"))
-    from devices import backend_for, device_for  # the scripts' own device policy (lesson 04), as the lessons use it
+    from devices import device_for  # the scripts' own device policy (lesson 04), as the lessons use it
 
-    on_gpus = backend_for(device_for(args.nproc)) == "nccl"  # a GPU for every process; else the CPU, said out loud
-    variants = "fp32,bf16,compile,fp16-hook,powersgd" + (",fp16,bf16-hook" if on_gpus else "")
-    launch([*torchrun, SCRIPTS / "11_fast_ddp.py", "--variants", variants, "--compile-backend", "inductor",
-            "--epochs", args.fast_epochs, "--out", out / "fast.json"], out / "fast.log", args.timeout)
+    device = device_for(args.nproc)  # "auto" where there is a GPU for every process; else "cpu", said out loud
+    launch([*torchrun, SCRIPTS / "11_fast_ddp.py", "--device", device, "--variants",
+            "fp32,bf16,fp16,compile,fp16-hook,bf16-hook,powersgd", "--compile-backend", "inductor", "--epochs",
+            args.fast_epochs, "--rounds", args.fast_rounds, "--out", out / "fast.json"], out / "fast.log", args.timeout)
     results = dict(machine=info, nproc=args.nproc, seconds=time.perf_counter() - started,
                    allreduce=json.loads((out / "allreduce.json").read_text()),
                    single=json.loads((out / "single.json").read_text()),
