@@ -451,8 +451,8 @@ def checks_cell(report: dict) -> str:
 def verified_section(reports: list[dict]) -> str:
     """The text between the README's markers: a row per GPU report, or a plain 'none yet'."""
     if not reports:
-        return ("No GPU run has been recorded yet. What CI runs is the CPU path, with gloo: every lesson at 2\n"
-                "processes per launch (lesson 08 again at 3, lessons 05 and 09 again at 1), and every script under\n"
+        return ("No GPU run has been recorded yet. What CI runs is the CPU path, with gloo: every lesson with\n"
+                "`nproc_per_node = 2` (lesson 08 again at 3, lessons 05 and 09 again at 1), and every script under\n"
                 "torchrun with 1, 2 and 3 processes (01 and 03, single-process, with python). To record a GPU run,\n"
                 "run the check below on a machine with NVIDIA GPUs and follow "
                 "[verified/README.md](verified/README.md).")
