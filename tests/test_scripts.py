@@ -53,7 +53,8 @@ CASES = {
     "12_data_loading.py": dict(args=["--dataset-size", "101", "--blur-passes", "2", "--step-passes", "2"], out=True),
     "12_uneven_inputs.py": dict(args=["--dataset-size", "101"], out=True),
     # --- lesson 13 ---
-    "13_zero_fsdp.py": dict(args=["--width", "32", "--layers", "2", "--steps", "4", "--dataset-size", "101"], out=True),
+    "13_zero_fsdp.py": dict(args=["--width", "32", "--layers", "2", "--steps", "4", "--rounds", "2",
+                                  "--dataset-size", "101"], out=True),
     "13_sharded_checkpoint.py": dict(args=["--save", "ckpt", "--width", "32", "--layers", "2", "--steps", "2",
                                            "--dataset-size", "101"], out=True),
 }
@@ -178,7 +179,8 @@ SPECIFIC_BAD = {
     "12_data_loading.py": [["--workers", "0"], ["--workers", "x"], ["--blur-passes", "-1"], ["--step-passes", "1.5"]],
     "12_uneven_inputs.py": [["--even-files", "--dataset-size", "0"], ["--divide-by-remaining", "--lr", "inf"],
                             ["--bug", "no-join"]],
-    "13_zero_fsdp.py": [["--steps", "3"], ["--steps", "x"], ["--width", "0"], ["--layers", "-1"]],
+    "13_zero_fsdp.py": [["--steps", "1"], ["--steps", "x"], ["--width", "0"], ["--layers", "-1"], ["--rounds", "0"],
+                        ["--threads", "0"]],
     "13_sharded_checkpoint.py": [[], ["--load", "nowhere"], ["--save", "BLOCKED_OUT"], ["--steps", "0"],
                                  ["--save", "ckpt", "--load", "ckpt"]],
 }

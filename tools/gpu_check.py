@@ -66,7 +66,8 @@ QUICK = {
                         "--epochs", "1", "--dataset-size", "101", "--batch-size", "16"], True),
     "12_data_loading.py": (["--dataset-size", "101", "--blur-passes", "2", "--step-passes", "2"], True),
     "12_uneven_inputs.py": (["--dataset-size", "101"], True),
-    "13_zero_fsdp.py": (["--width", "32", "--layers", "2", "--steps", "4", "--dataset-size", "101"], True),
+    "13_zero_fsdp.py": (["--width", "32", "--layers", "2", "--steps", "4", "--rounds", "2",
+                         "--dataset-size", "101"], True),
     "13_sharded_checkpoint.py": (["--save", "ckpt", "--width", "32", "--layers", "2", "--steps", "2",
                                   "--dataset-size", "101"], True),
 }
