@@ -55,7 +55,8 @@ CASES = {
                                out=True),
     "12_uneven_inputs.py": dict(args=["--dataset-size", "101"], out=True),
     # --- lesson 13 ---
-    "13_zero_fsdp.py": dict(args=["--width", "32", "--layers", "2", "--steps", "4", "--dataset-size", "101"], out=True),
+    "13_zero_fsdp.py": dict(args=["--width", "32", "--layers", "2", "--steps", "4", "--rounds", "2",
+                                  "--dataset-size", "101"], out=True),
     "13_sharded_checkpoint.py": dict(args=["--save", "ckpt", "--width", "32", "--layers", "2", "--steps", "2",
                                            "--dataset-size", "101"], out=True),
 }
@@ -182,7 +183,8 @@ SPECIFIC_BAD = {
                            ["--rounds", "0"], ["--dataset-size", "4"]],
     "12_uneven_inputs.py": [["--even-files", "--dataset-size", "0"], ["--divide-by-remaining", "--lr", "inf"],
                             ["--bug", "no-join"]],
-    "13_zero_fsdp.py": [["--steps", "3"], ["--steps", "x"], ["--width", "0"], ["--layers", "-1"]],
+    "13_zero_fsdp.py": [["--steps", "1"], ["--steps", "x"], ["--width", "0"], ["--layers", "-1"], ["--rounds", "0"],
+                        ["--threads", "0"]],
     "13_sharded_checkpoint.py": [[], ["--load", "nowhere"], ["--save", "BLOCKED_OUT"], ["--steps", "0"],
                                  ["--save", "ckpt", "--load", "ckpt"]],
 }

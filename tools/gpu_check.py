@@ -67,7 +67,8 @@ QUICK = {
                         "--rounds", "2", "--round-steps", "1", "--accumulate", "2"], True),
     "12_data_loading.py": (["--dataset-size", "101", "--item-ms", "0.2", "--step-ms", "0.5", "--rounds", "1"], True),
     "12_uneven_inputs.py": (["--dataset-size", "101"], True),
-    "13_zero_fsdp.py": (["--width", "32", "--layers", "2", "--steps", "4", "--dataset-size", "101"], True),
+    "13_zero_fsdp.py": (["--width", "32", "--layers", "2", "--steps", "4", "--rounds", "2",
+                         "--dataset-size", "101"], True),
     "13_sharded_checkpoint.py": (["--save", "ckpt", "--width", "32", "--layers", "2", "--steps", "2",
                                   "--dataset-size", "101"], True),
 }
