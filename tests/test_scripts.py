@@ -177,7 +177,7 @@ SPECIFIC_BAD = {
                        ["--compile-backend", "no-such-backend"], ["--bucket-cap-mb", "0"], ["--powersgd-rank", "0"],
                        ["--variants", "bf16-hook", "--device", "cpu"]],
     "12_data_loading.py": [["--workers", "0"], ["--workers", "x"], ["--item-ms", "-1"], ["--step-ms", "nan"],
-                           ["--rounds", "0"], ["--dataset-size", "4"]],
+                           ["--rounds", "0"], ["--dataset-size", "4"], ["--item-wait-ms", "0"]],
     "12_uneven_inputs.py": [["--even-files", "--dataset-size", "0"], ["--divide-by-remaining", "--lr", "inf"],
                             ["--bug", "no-join"]],
     "13_zero_fsdp.py": [["--steps", "3"], ["--steps", "x"], ["--width", "0"], ["--layers", "-1"]],
