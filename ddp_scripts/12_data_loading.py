@@ -1,21 +1,24 @@
 """12 · Data loading under DDP: DataLoader workers on every rank, each rank × worker seeded apart,
-persistent_workers, when loading in workers overlaps the training step and when the cores forbid it,
-and pin_memory on CUDA.
+persistent_workers, when loading in workers overlaps the training step (loading that waits, loading
+that computes) and when the cores forbid it, and pin_memory on CUDA.
 
     torchrun --standalone --nproc_per_node=2 12_data_loading.py [--workers 2] [--out report.json]
     python 12_data_loading.py      # also works: a world of one process
 
 One launch. Every rank reads its shard of lesson 04's images through a Dataset that augments each image
-at random on every read, then spends --item-ms of its thread's CPU time on it (a known cost, standing
-for decoding and resizing):
+at random on every read, then pays a known cost for it: --item-ms of its thread's CPU time (standing for
+decoding and resizing) or, in the I/O-like runs, --item-wait-ms asleep (a disk or network read, which
+waits without using a core). In the overlap runs each batch is stamped with time.monotonic() once collated:
   seeding      which augmentations each (rank, worker) draws in --epochs epochs: seeded as every DDP
                script seeds (torch.manual_seed(seed) on every rank), then with a DataLoader generator
                seeded apart on every rank (the fix), then the fix with persistent_workers;
-  overlap      0 to --workers workers per process, with rank 0 alone loading and then every rank; each
-               batch is followed by a training-step stand-in of --step-ms CPU time in the main process.
-               Every configuration is warmed up (its workers start), then timed over --rounds passes,
-               interleaved (A B C A B C ...). Each pass records its seconds, how long the main process
-               waited for each batch, which process ran each __getitem__, and the main process's CPU time;
+  overlap      0 and --workers workers per process: CPU-cost loading with rank 0 alone loading and then
+               every rank, and wait-cost loading on every rank; each batch is followed by a training-step
+               stand-in of --step-ms CPU time in the main process. Every configuration is warmed up (its
+               workers start), then timed over --rounds passes, interleaved (A B C A B C ...). Each pass
+               records its seconds, when the main process asked for each batch and how long it waited,
+               whether the batch was ready before it asked, which process ran each __getitem__, and the
+               main process's CPU time;
   pinned       on CUDA only: batches in pinned memory, copied to the GPU with non_blocking=True.
 Rank 0 gathers every rank's records, prints a summary and writes them all to --out.
 
@@ -43,7 +46,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from torch.utils.data import DataLoader, Dataset, TensorDataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, TensorDataset, default_collate, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
 
 try:
@@ -62,15 +65,16 @@ def spend_cpu(milliseconds):
 
 class RandomlyAugmented(Dataset):
     """Lesson 04's images, flipped, shifted and brightened at random on every read, then `item_ms` of CPU
-    time spent on each. Each sample also says what was drawn (flip, dx, dy, gain, and one numpy number) and
-    who drew it (the worker id, -1 in the main process; its pid; the seed DataLoader gave the worker).
+    time spent on each and `wait_ms` asleep (a read that waits for a disk or the network, using no core).
+    Each sample also says what was drawn (flip, dx, dy, gain, and one numpy number) and who drew it (the
+    worker id, -1 in the main process; its pid; the seed DataLoader gave the worker).
 
     In a DataLoader worker, torch's and `random`'s RNGs are seeded with base_seed + worker id, numpy's with
     _generate_state(base_seed, worker id) (torch/utils/data/_utils/worker.py); base_seed is drawn from the
     main process's RNG, or from the DataLoader's generator=, each time an iterator starts."""
 
-    def __init__(self, images, item_ms):
-        self.images, self.item_ms = images, item_ms
+    def __init__(self, images, item_ms=0.0, wait_ms=0.0):
+        self.images, self.item_ms, self.wait_ms = images, item_ms, wait_ms
 
     def __len__(self):
         return len(self.images)
@@ -82,6 +86,8 @@ class RandomlyAugmented(Dataset):
         gain = torch.empty((), dtype=torch.float64).uniform_(0.8, 1.2).item()  # 53 random bits: no repeats by chance
         image = torch.roll(image.flip(2) if flip else image, (dy, dx), dims=(1, 2)) * gain
         spend_cpu(self.item_ms)  # decoding, resizing, ... in a real pipeline
+        if self.wait_ms:
+            time.sleep(self.wait_ms / 1000)  # reading from a disk or the network: waiting, no CPU
         worker = get_worker_info()  # None in the main process
         drawn_by = torch.tensor([-1, os.getpid(), -1] if worker is None else [worker.id, os.getpid(), worker.seed])
         numpy_draw = float(np.random.random()) if np is not None else math.nan
@@ -120,6 +126,13 @@ def seeding_runs(dataset, args, rank):
     return dict(same_seed=same_seed, per_rank_seed=per_rank_seed, persistent_workers=persistent)
 
 
+def collate_and_stamp(samples):
+    """DataLoader's default collate, then the moment the batch was ready: time.monotonic(), one clock for
+    every process of the machine, so that the main process can tell whether a worker finished the batch
+    before it asked for it. Without workers this runs in the main process, after it asked."""
+    return (*default_collate(samples), time.monotonic())
+
+
 def training_step_stand_in(images, milliseconds):
     """The main process's share of a training step: `milliseconds` of CPU time (Python, the optimizer, kernel
     launches). On a GPU it also gives the GPU the batch to work on, queued after the batch's copy."""
@@ -129,21 +142,25 @@ def training_step_stand_in(images, milliseconds):
 
 
 def one_pass(loader, args, device):
-    """One pass over `loader`, each batch followed by the step's stand-in: the pass's seconds, the seconds to
-    its first batch (worker start-up included, where it starts them), the seconds the main process waited
-    for each batch and that batch's size, how many samples each pid loaded, the main process's CPU seconds,
-    and whether every batch arrived in pinned memory."""
-    waits, sizes, loaded_by, pinned, first_batch = [], [], collections.Counter(), True, None
-    cpu_started, started = time.process_time(), time.perf_counter()
-    batches = iter(loader)  # the first pass of a persistent loader starts its workers here
+    """One pass over `loader`, each batch followed by the step's stand-in: the pass's seconds (and when it
+    started and ended, on the machine's monotonic clock, so that ranks' passes can be lined up), the seconds to
+    its first batch (worker start-up or resumption included), the seconds the main process waited for each
+    batch and that batch's size, whether each batch was ready (collated) before the main process asked for
+    it, how many samples each pid loaded, the main process's CPU seconds, and whether every batch arrived in
+    pinned memory."""
+    waits, sizes, ready_first, loaded_by, pinned = [], [], [], collections.Counter(), True
+    cpu_started, started = time.process_time(), time.monotonic()
+    first_batch_at = None
+    batches = iter(loader)  # the first pass of a persistent loader starts its workers here, later ones resume them
     while True:
-        asked = time.perf_counter()
+        asked = time.monotonic()
         batch = next(batches, None)
         if batch is None:
             break
-        waits.append(time.perf_counter() - asked)  # without workers: the loading itself
-        first_batch = first_batch or time.perf_counter() - started
-        images, _, _, drawn_by, _ = batch
+        waits.append(time.monotonic() - asked)  # without workers: the loading itself
+        first_batch_at = first_batch_at or time.monotonic()
+        images, _, _, drawn_by, _, ready = batch
+        ready_first.append(ready < asked)  # an ordering fact: collated before the main process asked for it
         sizes.append(len(images))
         loaded_by.update(drawn_by[:, 1].tolist())
         pinned = pinned and images.is_pinned()
@@ -152,59 +169,72 @@ def one_pass(loader, args, device):
         training_step_stand_in(images, args.step_ms)
     if device.type == "cuda":
         torch.cuda.synchronize()  # every copy and kernel of the pass has finished
-    return dict(seconds=time.perf_counter() - started, cpu_seconds=time.process_time() - cpu_started,
-                first_batch_seconds=first_batch, waits=waits, batch_sizes=sizes, pinned=pinned,
+    ended = time.monotonic()
+    return dict(seconds=ended - started, started=started, ended=ended, cpu_seconds=time.process_time() - cpu_started,
+                first_batch_seconds=first_batch_at - started,
+                waits=waits, batch_sizes=sizes, ready_before_asked=ready_first, pinned=pinned,
                 loaded_by={str(pid): n for pid, n in loaded_by.items()})
 
 
-def measure_overlap(dataset, args, rank, world_size, device):
-    """Every (loading ranks, workers) configuration: 1 rank alone (the others wait at a barrier) and every
-    rank, each with 0 to --workers workers. Round 0 warms each configuration up (its persistent workers start
-    there); rounds 1 to --rounds are timed, the configurations interleaved so that a busy moment of the
-    machine hits them all alike. Returns this rank's rows, one per (round, configuration)."""
-    configurations = [(loaders, workers) for loaders in sorted({1, world_size}) for workers in range(args.workers + 1)]
+def measure_overlap(datasets, args, rank, world_size, device):
+    """Every (cost, loading ranks, workers) configuration, each with 0 and --workers workers: CPU-cost loading
+    with 1 rank alone (the others wait at a barrier) and with every rank, wait-cost loading with every rank.
+    Round 0 warms each configuration up (its persistent workers start there); rounds 1 to --rounds are timed,
+    the configurations interleaved so that a busy moment of the machine hits them all alike. Returns this
+    rank's rows, one per (round, configuration)."""
+    configurations = [("cpu", loaders, workers) for loaders in sorted({1, world_size}) for workers in (0, args.workers)]
+    configurations += [("wait", world_size, workers) for workers in (0, args.workers)]
     loaders_of, warned = {}, {}
-    for loaders, workers in configurations:
+    for cost, loaders, workers in configurations:
+        dataset = datasets[cost]
         if rank < loaders:
             with warnings.catch_warnings(record=True) as caught:  # DataLoader checks the worker count as it is built
                 warnings.simplefilter("always")
-                loaders_of[loaders, workers] = DataLoader(
+                loaders_of[cost, loaders, workers] = DataLoader(
                     dataset, batch_size=args.batch_size, num_workers=workers, persistent_workers=workers > 0,
+                    collate_fn=collate_and_stamp,
                     sampler=DistributedSampler(dataset, num_replicas=loaders, rank=rank, shuffle=False),
-                    drop_last=True,  # every batch full: each costs exactly batch_size x item_ms to load
+                    drop_last=True,  # every batch full: each costs exactly batch_size x the item's cost
                     pin_memory=device.type == "cuda")  # GPU only: a thread pins each batch
-            warned[loaders, workers] = any("worker processes" in str(w.message) for w in caught)
+            warned[cost, loaders, workers] = any("worker processes" in str(w.message) for w in caught)
     rows = []
     for round_ in range(args.rounds + 1):
-        for loaders, workers in configurations:
+        for cost, loaders, workers in configurations:
             dist.barrier()  # the configuration starts on every rank together
             if rank < loaders:
-                row = one_pass(loaders_of[loaders, workers], args, device)
-                row.update(warned=warned[loaders, workers])
+                row = one_pass(loaders_of[cost, loaders, workers], args, device)
+                row.update(warned=warned[cost, loaders, workers])
             else:  # waits for the loading ranks at the barrier below: is that wait free?
-                cpu_started, started = time.process_time(), time.perf_counter()
+                cpu_started, started = time.process_time(), time.monotonic()
             dist.barrier()
             if rank >= loaders:
-                row = dict(idle_seconds=time.perf_counter() - started,
+                row = dict(idle_seconds=time.monotonic() - started,
                            idle_cpu_seconds=time.process_time() - cpu_started)
-            rows.append(dict(round=round_, loaders=loaders, workers=workers, rank=rank, pid=os.getpid(), **row))
+            rows.append(dict(round=round_, cost=cost, loaders=loaders, workers=workers, rank=rank, pid=os.getpid(),
+                             **row))
     return rows
 
 
 def summarise(rows):
-    """Per configuration, over the timed rounds: milliseconds per batch of the job and the main process's
-    wait per batch (each round's slowest loading rank), each as median, min and max over the rounds."""
+    """Per configuration, over the timed rounds: milliseconds per batch of the job (from the first loading
+    rank's start to the last one's end, over the batches of one rank: no configuration can run faster than
+    its CPU demand allows) and the main process's wait per batch after the first (whose wait includes the
+    workers' resumption, slowest loading rank), as median, min and max over the rounds; and how many batches
+    of all timed passes were ready before the main process asked for them."""
     table = []
-    for loaders, workers in dict.fromkeys((r["loaders"], r["workers"]) for r in rows):
-        timed = [r for r in rows if (r["loaders"], r["workers"]) == (loaders, workers) and r["round"] > 0
-                 and r["rank"] < loaders]
+    for cost, loaders, workers in dict.fromkeys((r["cost"], r["loaders"], r["workers"]) for r in rows):
+        timed = [r for r in rows if (r["cost"], r["loaders"], r["workers"]) == (cost, loaders, workers)
+                 and r["round"] > 0 and r["rank"] < loaders]
         per_round = collections.defaultdict(list)
         for r in timed:
             per_round[r["round"]].append(r)
-        ms_per_batch = [1000 * max(r["seconds"] / len(r["waits"]) for r in rs) for rs in per_round.values()]
-        wait_ms = [1000 * max(statistics.mean(r["waits"]) for r in rs) for rs in per_round.values()]
-        table.append(dict(loaders=loaders, workers=workers, processes=loaders * (1 + workers),
-                          ms_per_batch=spread(ms_per_batch), wait_ms_per_batch=spread(wait_ms)))
+        ms_per_batch = [1000 * (max(r["ended"] for r in rs) - min(r["started"] for r in rs)) / len(rs[0]["waits"])
+                        for rs in per_round.values()]
+        wait_ms = [1000 * max(statistics.mean(r["waits"][1:] or r["waits"]) for r in rs) for rs in per_round.values()]
+        table.append(dict(cost=cost, loaders=loaders, workers=workers,
+                          ms_per_batch=spread(ms_per_batch), wait_ms_per_batch=spread(wait_ms),
+                          ready_before_asked=sum(sum(r["ready_before_asked"]) for r in timed),
+                          batches=sum(len(r["ready_before_asked"]) for r in timed)))
     return table
 
 
@@ -222,13 +252,15 @@ def print_summary(report):
         distinct = len({json.dumps(row["augmentations"]) for row in rows})
         print(f"{name:>18}: {len(rows)} (rank, epoch, worker) streams, {distinct} distinct")
     overlap = report["overlap"]
-    print(f"each sample costs {overlap['item_ms']} ms of CPU to load, each step {overlap['step_ms']} ms; "
-          f"median [min-max] over {overlap['rounds']} interleaved rounds:")
-    print("loaders  workers  processes  ms per batch          main process waited, ms per batch")
+    print(f"each sample costs {overlap['item_ms']} ms of CPU (cost cpu) or {overlap['item_wait_ms']} ms asleep "
+          f"(cost wait) to load, each step {overlap['step_ms']} ms of CPU; median [min-max] over "
+          f"{overlap['rounds']} interleaved rounds:")
+    print("cost  loaders  workers  ms per batch          waited, ms per batch   ready before asked")
     for row in overlap["summary"]:
         t, w = row["ms_per_batch"], row["wait_ms_per_batch"]
-        print(f"{row['loaders']:7}  {row['workers']:7}  {row['processes']:9}  {t['median']:6.2f} "
-              f"[{t['min']:.2f}-{t['max']:.2f}]  {w['median']:6.2f} [{w['min']:.2f}-{w['max']:.2f}]", flush=True)
+        print(f"{row['cost']:4}  {row['loaders']:7}  {row['workers']:7}  {t['median']:6.2f} "
+              f"[{t['min']:.2f}-{t['max']:.2f}]  {w['median']:6.2f} [{w['min']:.2f}-{w['max']:.2f}]   "
+              f"{row['ready_before_asked']}/{row['batches']}", flush=True)
 
 
 def measure(args, device):
@@ -240,8 +272,10 @@ def measure(args, device):
     load_average = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
     images, _ = make_datasets(args.dataset_size, num_classes=10, seed=args.seed)
     records = dict(rank=rank, pid=os.getpid(), torch_threads=torch.get_num_threads(),
-                   seeding=seeding_runs(RandomlyAugmented(images, item_ms=0), args, rank),  # the draws alone
-                   overlap=measure_overlap(RandomlyAugmented(images, args.item_ms), args, rank, world_size, device))
+                   seeding=seeding_runs(RandomlyAugmented(images), args, rank),  # the draws alone, no cost
+                   overlap=measure_overlap(dict(cpu=RandomlyAugmented(images, item_ms=args.item_ms),
+                                                wait=RandomlyAugmented(images, wait_ms=args.item_wait_ms)),
+                                           args, rank, world_size, device))
     gathered = [None] * world_size
     dist.all_gather_object(gathered, records)  # every rank's records, in rank order
     if rank != 0:
@@ -255,8 +289,8 @@ def measure(args, device):
         dataset_size=args.dataset_size, seed=args.seed,
         ranks=[dict(rank=r["rank"], pid=r["pid"], torch_threads=r["torch_threads"]) for r in gathered],
         seeding={name: [row for r in gathered for row in r["seeding"][name]] for name in gathered[0]["seeding"]},
-        overlap=dict(item_ms=args.item_ms, step_ms=args.step_ms, rounds=args.rounds, rows=overlap_rows,
-                     summary=summarise(overlap_rows)))
+        overlap=dict(item_ms=args.item_ms, item_wait_ms=args.item_wait_ms, step_ms=args.step_ms, rounds=args.rounds,
+                     rows=overlap_rows, summary=summarise(overlap_rows)))
     print_summary(report)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -266,12 +300,14 @@ def measure(args, device):
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=positive_int, default=2,
-                        help="DataLoader workers per process (the timings try 0 to this many)")
+                        help="DataLoader workers per process (the timings try 0 and this many)")
     parser.add_argument("--epochs", type=positive_int, default=2, help="epochs of the seeding runs")
     parser.add_argument("--batch-size", type=positive_int, default=8, help="per process")
     parser.add_argument("--dataset-size", type=positive_int, default=64, help="images")
     parser.add_argument("--item-ms", type=positive_float, default=0.5,
                         help="CPU milliseconds each __getitem__ spends (decoding, resizing, ... in a real pipeline)")
+    parser.add_argument("--item-wait-ms", type=positive_float, default=0.5,
+                        help="milliseconds each __getitem__ of the I/O-like runs sleeps (a disk or network read)")
     parser.add_argument("--step-ms", type=positive_float, default=4.0,
                         help="CPU milliseconds the main process spends on each batch (its share of a training step)")
     parser.add_argument("--rounds", type=positive_int, default=3, help="timed passes of each configuration")

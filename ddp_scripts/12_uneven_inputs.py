@@ -10,8 +10,9 @@ not call ddp_model. Without flags it runs correctly.
 Rank r reads "file" r of the training set, and the files have different lengths (rank r's is r + 1
 parts long), so the ranks run out of batches at different steps. Join([ddp_model]) lets the ranks that
 ran out shadow the collectives of those still training; --no-join leaves it out. The model has a
-BatchNorm layer, whose statistics are buffers: DDP broadcasts buffers at the start of every forward,
-so a forward through ddp_model is a collective, and --eval-through-ddp makes rank 0 alone call it.
+BatchNorm layer, whose statistics are buffers: DDP broadcasts them at the start of every training
+forward and of the first no_grad forward after one, so that forward through ddp_model is a
+collective, and --eval-through-ddp makes rank 0 alone call it.
 Rank 0 then replays the whole run in one process, on its own device, with the averaging rule written
 out, and reports how far DDP's weights are from it. TF32 is off (on recent GPUs cuDNN convolutions
 use it by default), so both sides compute in float32.
@@ -61,7 +62,8 @@ def rank_file(dataset, rank, world_size, even):
 
 class ModelWithBatchNorm(nn.Module):
     """04's model with a BatchNorm layer: running_mean, running_var and num_batches_tracked are buffers,
-    state that is not a parameter and that DDP broadcasts from one rank at the start of every forward."""
+    state that is not a parameter and that DDP broadcasts from one rank at the start of a forward (every
+    training forward, and the first no_grad forward after one)."""
 
     def __init__(self, num_classes):
         super().__init__()
@@ -84,7 +86,7 @@ def train_uneven(ddp_model, loader, optimizer, device, use_join, divide_by_initi
     with Join([ddp_model], enable=use_join, divide_by_initial_world_size=divide_by_initial_world_size):
         for images, labels in loader:
             images, labels = images.to(device), labels.to(device)
-            loss = loss_fn(ddp_model(images), labels)  # DDP's forward starts with collectives (buffers)
+            loss = loss_fn(ddp_model(images), labels)  # DDP's training forward starts with collectives (buffers)
             optimizer.zero_grad()
             loss.backward()  # the gradient all-reduce: every rank still training meets here
             optimizer.step()
@@ -152,6 +154,22 @@ def evaluate_two_ways(model, ddp_model, val_set, device, through_ddp, batch_size
     return rank0, [round(n) for n in every_rank]
 
 
+def probe_buffer_sync(ddp_model, images):
+    """What decides whether a forward through ddp_model broadcasts buffers, around two forwards under no_grad,
+    run on every rank together (each may be a collective). DDP's _pre_forward broadcasts when
+    will_sync_module_buffers() is True; _post_forward sets it True after a forward with grad enabled, False
+    after any other. Join leaves its config on the model: with enable=True every forward all-reduces too."""
+    ddp_model.eval()
+    before = ddp_model.will_sync_module_buffers()  # as the last training forward left it
+    with torch.no_grad():
+        ddp_model(images)  # broadcasts (before was True) ...
+        after_one = ddp_model.will_sync_module_buffers()
+        ddp_model(images)  # ... this one does not
+        after_two = ddp_model.will_sync_module_buffers()
+    return dict(join_config=ddp_model._join_config._asdict(), before_no_grad_forward=before,
+                after_one_no_grad_forward=after_one, after_two_no_grad_forwards=after_two)
+
+
 def train_and_evaluate(args, device):
     """Train one pass over the files, evaluate two ways, and on rank 0 check the averaging rule by hand."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
@@ -179,6 +197,7 @@ def train_and_evaluate(args, device):
                                        momentum=digest(s["momentum_buffer"] for s in optimizer.state.values())))
     (rank0_correct, rank0_seen), (every_rank_correct, every_rank_seen) = evaluate_two_ways(
         model, ddp_model, val_set, device, args.eval_through_ddp)
+    buffer_sync = probe_buffer_sync(ddp_model, val_set[:8][0].to(device))  # every rank: after the evaluation
     if rank != 0:
         return
 
@@ -189,6 +208,7 @@ def train_and_evaluate(args, device):
     print(f"steps per rank {[r['steps'] for r in ranks]}, loss {loss_sum / seen:.4f}, val correct "
           f"{rank0_correct}/{rank0_seen} (rank 0) and {every_rank_correct}/{every_rank_seen} (every rank); largest "
           f"difference from the averaging rule by hand: {max_difference}", flush=True)
+    print(f"after the Join block: {buffer_sync}", flush=True)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(dict(
@@ -198,7 +218,7 @@ def train_and_evaluate(args, device):
             max_difference_from_rule=max_difference, replay_device=str(device),
             tf32=dict(cudnn=torch.backends.cudnn.allow_tf32, matmul=torch.backends.cuda.matmul.allow_tf32),
             val_correct_rank0=rank0_correct, val_seen_rank0=rank0_seen,
-            val_correct_every_rank=every_rank_correct, val_seen_every_rank=every_rank_seen,
+            val_correct_every_rank=every_rank_correct, val_seen_every_rank=every_rank_seen, buffer_sync=buffer_sync,
             seconds=time.perf_counter() - started), indent=1))
 
 

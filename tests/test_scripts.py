@@ -180,7 +180,7 @@ SPECIFIC_BAD = {
                        ["--rounds", "0"], ["--round-steps", "x"], ["--warmup-steps", "-1"], ["--accumulate", "-1"],
                        ["--clip-norm", "nan"]],
     "12_data_loading.py": [["--workers", "0"], ["--workers", "x"], ["--item-ms", "-1"], ["--step-ms", "nan"],
-                           ["--rounds", "0"], ["--dataset-size", "4"]],
+                           ["--rounds", "0"], ["--dataset-size", "4"], ["--item-wait-ms", "0"]],
     "12_uneven_inputs.py": [["--even-files", "--dataset-size", "0"], ["--divide-by-remaining", "--lr", "inf"],
                             ["--bug", "no-join"]],
     "13_zero_fsdp.py": [["--steps", "1"], ["--steps", "x"], ["--width", "0"], ["--layers", "-1"], ["--rounds", "0"],
