@@ -176,7 +176,7 @@ SPECIFIC_BAD = {
     "11_fast_ddp.py": [["--variants", "fp32,turbo"], ["--variants", "fp32,fp32"], ["--variants", ""],
                        ["--compile-backend", "no-such-backend"], ["--bucket-cap-mb", "0"], ["--powersgd-rank", "0"],
                        ["--rounds", "0"], ["--round-steps", "x"], ["--warmup-steps", "-1"], ["--accumulate", "-1"],
-                       ["--clip-norm", "nan"]],
+                       ["--clip-norm", "nan"], ["--variants", "fp32,compile", "--bucket-cap-mb", "0.25"]],
     "12_data_loading.py": [["--workers", "0"], ["--workers", "x"], ["--blur-passes", "-1"], ["--step-passes", "1.5"]],
     "12_uneven_inputs.py": [["--even-files", "--dataset-size", "0"], ["--divide-by-remaining", "--lr", "inf"],
                             ["--bug", "no-join"]],
