@@ -14,17 +14,19 @@ Every variant registers a communication hook (fp32's is allreduce_hook, DDP's ow
 so that it records each bucket's dtype and size and the bytes this process hands to dist.all_reduce per step.
 
 2. Timing, on one fixed batch, after the training: every variant is warmed up, then timed in --rounds rounds;
-each round runs --round-steps steps of every variant in turn, starting with a different variant each round
-(A B C, B C A, C A B, ...), so that a busy moment of the machine hits every variant alike. Each variant's
-median over the rounds and its spread (min-max) go to the JSON.
+each round runs --round-steps steps of every variant in turn, in an order shuffled anew each round (seeded by
+--seed), so that a busy moment of the machine hits every variant alike and no variant always follows the same
+one. Each variant's median over the rounds, its spread (min-max) and, against fp32, its time divided by fp32's
+in the same round go to the JSON.
 
 3. With --accumulate N: one more model trains with fp16 autocast and a GradScaler, N micro-batches per optimizer
 step (no_sync on all but the last), and clip_grad_norm_ after scaler.unscale_.
 
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
-and the CPU otherwise or with --device cpu (choose_device). On CUDA, cuDNN is made deterministic: the lesson
-checks bucket-view against fp32 bit for bit. Run by this series' tests on the CPU with gloo, 1 to 3 processes;
-the GPU path is checked by tools/gpu_check.py.
+and the CPU otherwise or with --device cpu (choose_device). On CUDA, cuDNN is made deterministic while the
+variants train (the lesson checks bucket-view against fp32 bit for bit), and left at its defaults for the
+timing. Run by this series' tests on the CPU with gloo, 1 to 3 processes; the GPU path is checked by
+tools/gpu_check.py.
 
 Written by notebooks/11_faster_ddp.ipynb — edit it there.
 """
@@ -36,6 +38,7 @@ import gc
 import json
 import math
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -138,8 +141,9 @@ class Variant:
         self.name = name
         torch.manual_seed(args.seed)  # the same initial weights in every variant (and DDP broadcasts rank 0's)
         self.model = Model(args.num_classes).to(device)
-        # PowerSGD gets one bucket (DDP's default cap): with several, its hook hung on gloo here (torch 2.13), beyond
-        # the reach of --timeout, every rank waiting in two of the hook's callbacks at once (seen with py-spy).
+        # PowerSGD gets one bucket: an explicit 25 MiB, which also lifts the 1 MiB first bucket (left at None, DDP
+        # caps its first bucket at 1 MiB: two buckets here). With several, its hook hung on gloo here (torch 2.13),
+        # beyond the reach of --timeout, every rank waiting in two of the hook's callbacks at once (seen with py-spy).
         bucket_cap_mb = 25 if name == "powersgd" else args.bucket_cap_mb
         self.ddp_model = DDP(self.model, device_ids=[device.index] if device.type == "cuda" else None,
                              bucket_cap_mb=bucket_cap_mb, gradient_as_bucket_view=name == "bucket-view")
@@ -216,12 +220,30 @@ def train_variant(variant, args, device, train_set, val_set):
         sent_dtypes=sorted(variant.recorder.dtypes_sent),
         buckets_first_step=buckets[0], buckets_last_step=buckets[-1],  # DDP rebuilds its buckets after step 1
         grad_storages=len({g.untyped_storage().data_ptr() for g in grads}), parameter_tensors=len(grads),
+        buffer_tensors=len(list(variant.model.buffers())),
         bytes_per_step=bytes_sent, step_losses=step_losses, first_step_s=slowest(first_step_s, device),
         batch_sizes=batch_sizes, compiled_graphs=list(variant.compiled_graphs), graphs_after_step=graphs_after_step,
         skipped_steps=int(skipped_steps), steps_per_epoch=len(loader),
         val_accuracy=evaluate(variant.model, DataLoader(val_set, batch_size=256), device))
     variant.model.train()  # evaluate() left it in eval mode
     return result
+
+
+@contextlib.contextmanager
+def deterministic_cudnn(device):
+    """On CUDA, cuDNN's deterministic convolutions while the variants train, so that bucket-view and fp32 can be
+    compared bit for bit (cuDNN's default kernels may add in a different order from run to run); its defaults
+    again afterwards, so that the timing measures the kernels a real run uses. Nothing to do on the CPU."""
+    if device.type != "cuda":
+        yield
+        return
+    cudnn = torch.backends.cudnn
+    saved = cudnn.deterministic, cudnn.benchmark
+    cudnn.deterministic, cudnn.benchmark = True, False
+    try:
+        yield
+    finally:
+        cudnn.deterministic, cudnn.benchmark = saved
 
 
 def slowest(seconds, device):
@@ -234,14 +256,18 @@ def slowest(seconds, device):
 def time_variants(variants, images, labels, args, device):
     """Seconds per step of every variant on one batch: warmed up, then interleaved in rounds.
 
-    Round r runs --round-steps steps of each variant, starting with variant r (A B C, B C A, C A B, ...), so
-    that no variant always runs first, and a busy moment of the machine hits every variant alike."""
+    Every round runs --round-steps steps of each variant, in an order shuffled anew each round (the same on every
+    rank: one seeded generator), so that no variant always runs first or always after the same neighbour, and a
+    busy moment of the machine hits every variant alike. Returns the seconds (one list of rounds per variant) and
+    each round's order."""
     for variant in variants:  # warm-up: caches, allocator, and any compiling happen here, untimed
         for _ in range(args.warmup_steps):
             variant.step(images, labels)
     seconds = torch.zeros(args.rounds, len(variants), dtype=torch.float64)
-    for r in range(args.rounds):
-        for i in [(r + k) % len(variants) for k in range(len(variants))]:
+    shuffler = random.Random(args.seed)
+    orders = [shuffler.sample(range(len(variants)), len(variants)) for _ in range(args.rounds)]
+    for r, order in enumerate(orders):
+        for i in order:
             sum_over_ranks(0.0, device=device)  # every rank starts the block together
             sync(device)
             started = time.perf_counter()
@@ -253,7 +279,7 @@ def time_variants(variants, images, labels, args, device):
     dist.all_reduce(seconds, op=dist.ReduceOp.MAX)  # a step is as slow as its slowest rank
     for variant in variants:
         variant.recorder.take()  # what the timed steps sent is not part of the training's record
-    return seconds.cpu().T.tolist()  # one list of rounds per variant
+    return seconds.cpu().T.tolist(), [[variants[i].name for i in order] for order in orders]
 
 
 def train_accumulating(args, device, train_set, val_set):
@@ -314,27 +340,37 @@ def train(args, device):
               f"variants {', '.join(args.variants)}", flush=True)
     name_check = bf16_hook_by_its_own_name(device) if "bf16-hook" in args.variants else None
     variants = [Variant(name, args, device) for name in args.variants]  # all built up front, for the timing
-    results, baseline = [], None
-    for variant in variants:
-        result = train_variant(variant, args, device, train_set, val_set)
-        parameters = torch.cat([p.detach().cpu().flatten() for p in variant.model.parameters()])
-        baseline = parameters if baseline is None else baseline
-        result["max_parameter_difference_vs_first"] = (parameters - baseline).abs().max().item()
-        results.append(result)
-        if rank == 0:
-            print(f"{variant.name:12s} loss {result['step_losses'][-1]:.4f}  "
-                  f"val accuracy {result['val_accuracy']:.1%}  "
-                  f"{result['bytes_per_step'][-1] / 1024:7.1f} KiB all-reduced per step", flush=True)
+    results, final_parameters = [], {}
+    with deterministic_cudnn(device):
+        for variant in variants:
+            result = train_variant(variant, args, device, train_set, val_set)
+            final_parameters[variant.name] = torch.cat([p.detach().cpu().flatten() for p in variant.model.parameters()])
+            results.append(result)
+            if rank == 0:
+                print(f"{variant.name:12s} loss {result['step_losses'][-1]:.4f}  "
+                      f"val accuracy {result['val_accuracy']:.1%}  "
+                      f"{result['bytes_per_step'][-1] / 1024:7.1f} KiB all-reduced per step", flush=True)
+    for result in results:  # against fp32 (None without it), whatever the order of --variants
+        fp32 = final_parameters.get("fp32")
+        result["max_parameter_difference_vs_fp32"] = (
+            None if fp32 is None else (final_parameters[result["variant"]] - fp32).abs().max().item())
     # The timing batch: this rank's first batch, a shape every variant (and the compiled one) has already run
     sampler = DistributedSampler(train_set, shuffle=True, seed=args.seed)
     images, labels = next(iter(DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)))
-    rounds = time_variants(variants, images.to(device), labels.to(device), args, device)
+    rounds, orders = time_variants(variants, images.to(device), labels.to(device), args, device)
+    fp32_rounds = rounds[args.variants.index("fp32")] if "fp32" in args.variants else None
     for result, variant, seconds in zip(results, variants, rounds):
+        # Paired: each round's time over fp32's in the same round, so a busy round cancels out of the ratio
+        ratios = None if fp32_rounds is None else [t / b for t, b in zip(seconds, fp32_rounds)]
         result.update(round_step_s=seconds, median_step_s=statistics.median(seconds), min_step_s=min(seconds),
-                      max_step_s=max(seconds), graphs_after_timing=len(variant.compiled_graphs))
+                      max_step_s=max(seconds), round_ratio_vs_fp32=ratios,
+                      graphs_after_timing=len(variant.compiled_graphs))
         if rank == 0:
+            paired = "" if ratios is None or variant.name == "fp32" else (
+                f"; {statistics.median(ratios):.2f}x fp32's time in the same round "
+                f"({min(ratios):.2f}-{max(ratios):.2f})")
             print(f"{variant.name:12s} {result['median_step_s'] * 1e3:7.2f} ms per step (median of {args.rounds} "
-                  f"rounds; {result['min_step_s'] * 1e3:.2f}-{result['max_step_s'] * 1e3:.2f})", flush=True)
+                  f"rounds; {result['min_step_s'] * 1e3:.2f}-{result['max_step_s'] * 1e3:.2f}){paired}", flush=True)
     accumulated = train_accumulating(args, device, train_set, val_set) if args.accumulate else None
     if rank == 0 and accumulated:
         print(f"accumulate   {args.accumulate} micro-batches per step, fp16 + GradScaler, clip at {args.clip_norm}: "
@@ -346,7 +382,7 @@ def train(args, device):
             num_classes=args.num_classes,
             powersgd_rank=args.powersgd_rank, powersgd_starts_at_step=2, omp_threads=torch.get_num_threads(),
             timing=dict(rounds=args.rounds, round_steps=args.round_steps, warmup_steps=args.warmup_steps,
-                        batch=len(labels)),
+                        batch=len(labels), round_orders=orders),
             bf16_hook_by_its_own_name=name_check, variants=results, accumulate=accumulated), indent=1))
 
 
@@ -381,7 +417,7 @@ def parse_args():
     parser.add_argument("--lr", type=positive_float, default=0.01)
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--bucket-cap-mb", type=positive_float, default=1.0,
-                        help="DDP's bucket size (default 25); at least 1 (the first bucket's size) for torch.compile")
+                        help="DDP's bucket size in MiB; at least 1 (DDP's first bucket) with the compile variant")
     parser.add_argument("--compile-backend", type=compile_backend, default="inductor")
     parser.add_argument("--powersgd-rank", type=positive_int, default=2, help="PowerSGD's matrix approximation rank")
     parser.add_argument("--warmup-steps", type=non_negative_int, default=2, help="untimed steps of each variant")
@@ -389,21 +425,23 @@ def parse_args():
     parser.add_argument("--round-steps", type=positive_int, default=4, help="timed steps of each variant per round")
     parser.add_argument("--accumulate", type=non_negative_int, default=0,
                         help="also train with fp16, a GradScaler and this many micro-batches per step (0: no)")
-    parser.add_argument("--clip-norm", type=positive_float, default=5.0,
+    parser.add_argument("--clip-norm", type=positive_float, default=3.0,
                         help="clip_grad_norm_'s max_norm (with --accumulate)")
     parser.add_argument("--device", choices=["auto", "cpu"], default="auto",
                         help="auto: NCCL and one GPU per process where CUDA exists, else gloo and the CPU; "
                              "cpu: gloo and the CPU")
     parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds a collective may wait")
     parser.add_argument("--out", type=writable_file, help="rank 0 writes every variant's measurements here (JSON)")
-    return parser.parse_args()
+    args = parser.parse_args()
+    if "compile" in args.variants and args.bucket_cap_mb < 1:  # Dynamo's DDP optimizer asserts on it, mid-compile
+        parser.error(f"argument --bucket-cap-mb: must be at least 1 with the compile variant (Dynamo's DDP "
+                     f"optimizer needs buckets no smaller than DDP's 1 MiB first bucket), got {args.bucket_cap_mb:g}")
+    return args
 
 
 def main():
     args = parse_args()
     device = setup_distributed(args.timeout, args.device)
-    if device.type == "cuda":  # bit-identical runs (bucket-view == fp32): cuDNN's default kernels may add in any order
-        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
     try:
         train(args, device)
     except BaseException:

@@ -178,7 +178,7 @@ SPECIFIC_BAD = {
     "11_fast_ddp.py": [["--variants", "fp32,turbo"], ["--variants", "fp32,fp32"], ["--variants", ""],
                        ["--compile-backend", "no-such-backend"], ["--bucket-cap-mb", "0"], ["--powersgd-rank", "0"],
                        ["--rounds", "0"], ["--round-steps", "x"], ["--warmup-steps", "-1"], ["--accumulate", "-1"],
-                       ["--clip-norm", "nan"]],
+                       ["--clip-norm", "nan"], ["--variants", "fp32,compile", "--bucket-cap-mb", "0.25"]],
     "12_data_loading.py": [["--workers", "0"], ["--workers", "x"], ["--item-ms", "-1"], ["--step-ms", "nan"],
                            ["--rounds", "0"], ["--dataset-size", "4"], ["--item-wait-ms", "0"]],
     "12_uneven_inputs.py": [["--even-files", "--dataset-size", "0"], ["--divide-by-remaining", "--lr", "inf"],
