@@ -158,7 +158,11 @@ def probe_buffer_sync(ddp_model, images):
     """What decides whether a forward through ddp_model broadcasts buffers, around two forwards under no_grad,
     run on every rank together (each may be a collective). DDP's _pre_forward broadcasts when
     will_sync_module_buffers() is True; _post_forward sets it True after a forward with grad enabled, False
-    after any other. Join leaves its config on the model: with enable=True every forward all-reduces too."""
+    after any other. Join leaves its config on the model: with enable=True every forward all-reduces too,
+    asynchronously, and outside a backward nothing waits for those all-reduces. So the probe first turns it off:
+    Join's constructor rewrites the config of the modules it is given."""
+    join_config = ddp_model._join_config._asdict()  # as the Join block left it
+    Join([ddp_model], enable=False)  # no join all-reduces in the forwards below
     ddp_model.eval()
     before = ddp_model.will_sync_module_buffers()  # as the last training forward left it
     with torch.no_grad():
@@ -166,7 +170,7 @@ def probe_buffer_sync(ddp_model, images):
         after_one = ddp_model.will_sync_module_buffers()
         ddp_model(images)  # ... this one does not
         after_two = ddp_model.will_sync_module_buffers()
-    return dict(join_config=ddp_model._join_config._asdict(), before_no_grad_forward=before,
+    return dict(join_config=join_config, before_no_grad_forward=before,
                 after_one_no_grad_forward=after_one, after_two_no_grad_forwards=after_two)
 
 
