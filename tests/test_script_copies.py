@@ -24,7 +24,8 @@ SHARED = {name: "04_ddp_train.py" for name in (
     "make_datasets", "Model", "choose_device", "setup_distributed", "stop_if_not_finite",
     "sum_over_ranks", "train_one_epoch", "evaluate", "clean_exit")}
 SHARED.update(exit_with_error="05_rank_aware.py", why_unreadable="05_rank_aware.py")  # checkpoint readers: 05, 08
-SHARED.update(writable_folder="08_elastic_train.py", gather_from_every_rank="05_rank_aware.py", sync="07_ddp_perf.py")
+SHARED.update(writable_folder="08_elastic_train.py", gather_from_every_rank="05_rank_aware.py", sync="07_ddp_perf.py",
+              slowest="07_ddp_perf.py")
 SHARED.update({name: "13_zero_fsdp.py" for name in ("DeepMLP", "make_vectors", "batches")})  # lesson 13's two scripts
 
 # (script, helper): why this copy differs from the reference.
