@@ -221,8 +221,18 @@ def setup_distributed(timeout_s, wanted_device):
         # attempt (DynamicRendezvousHandler.next_rendezvous in torch/distributed/elastic/rendezvous/
         # dynamic_rendezvous.py keeps it in _shared_tcp_store_server), so the failed attempt's addresses
         # are still in it and a restarted worker may read them ("Gloo connectFullMesh failed ...
-        # Connection refused"). Give every attempt its own keys.
+        # Connection refused"). Give every attempt its own keys. That holds where every agent counts the
+        # same restarts: on one node, or where every node's workers fail together. The count is each agent's
+        # own (failures only), and an agent whose workers are healthy re-joins without counting (for a
+        # new node, or after another node's failure: agent/server/api.py, _invoke_run), so across nodes
+        # the prefixes can differ and the group never forms (lesson 08 shows it). With several nodes,
+        # launch with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: a fresh store per attempt (the `else` below).
         attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+        if int(os.environ.get("GROUP_WORLD_SIZE", 1)) > 1 and os.environ["RANK"] == "0":
+            print(f"{Path(sys.argv[0]).name}: warning: {os.environ['GROUP_WORLD_SIZE']} nodes on torchrun's shared "
+                  "store, keys per attempt from TORCHELASTIC_RESTART_COUNT, which each node counts on its own: "
+                  "after a restart the group may never form; launch with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 "
+                  "(pytorch/pytorch#135712)", file=sys.stderr, flush=True)
         store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
                               is_master=False, timeout=timeout)
         dist.init_process_group(backend, store=dist.PrefixStore(f"attempt_{attempt}", store),
