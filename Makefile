@@ -5,6 +5,7 @@
 #   make bench      measurements outside the notebooks (lessons 07 and 11; build/bench/), and lesson 07's timing claims
 #   make soak       launch every script 50 times in a row; count unclean exits
 #   make gpu-check  on a machine with NVIDIA GPUs: every script and lesson on NCCL, report in build/gpu-check/
+#                   (QUICK=1: every script once, about 7 min on one GPU; builds no venv, installs nothing)
 #   make clean-notebooks  strip outputs and widget state saved from JupyterLab (commit lessons clean)
 #
 # Options: NPROC=4 (processes per launch), PARAMS="epochs=3 seed=1" (any lesson parameter),
@@ -15,6 +16,7 @@ VENV       ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 BIN        := $(abspath $(VENV))/bin
 READY      := $(VENV)/.ready
+MACHINE_PATH := $(PATH)
 export PATH := $(BIN):$(PATH)
 
 RUNNER_ARGS := $(if $(NPROC),-p nproc_per_node=$(NPROC)) $(foreach p,$(PARAMS),-p $(p)) $(if $(FORCE),--force)
@@ -45,11 +47,23 @@ soak: $(READY)
 	$(BIN)/python tools/soak.py --runs 50
 
 # Every script and lesson on this machine's GPUs, with NCCL (tools/gpu_check.py; without CUDA it says so
-# and exits 0). The default venv has CPU torch: on a GPU machine, `TORCH_SPEC=torch make gpu-check` builds
-# it with a CUDA torch (in a checkout without .venv), or run `python3 tools/gpu_check.py` with the
-# machine's own torch.
-gpu-check: $(READY)
-	$(BIN)/python tools/gpu_check.py $(if $(NPROC),--nproc $(NPROC))
+# and exits 0). QUICK=1: every script once; GPU_CHECK_OUT=DIR: the report's folder. It builds no venv and
+# installs nothing. It runs with GPU_PYTHON if set, else with the first of $(VENV)'s python and the
+# machine's python3 whose torch (>= 2.10) sees CUDA, else with the first whose torch is >= 2.10 (which
+# then says "no CUDA here"); without any, it says in one line how to run the check without make.
+TORCH_OK := import sys, torch; v = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]); sys.exit(v < (2, 10))
+CUDA_OK  := import sys, torch; sys.exit(not torch.cuda.is_available())
+GPU_PYTHONS = $(or $(GPU_PYTHON),$(BIN)/python $(shell PATH='$(MACHINE_PATH)' command -v python3))
+GPU_CHECK_ARGS := $(if $(QUICK),--quick) $(if $(NPROC),--nproc $(NPROC)) $(if $(GPU_CHECK_OUT),--out $(GPU_CHECK_OUT))
+
+gpu-check:
+	@py=; for want in cuda torch; do for p in $(GPU_PYTHONS); do \
+	  [ -z "$$py" ] && [ -x "$$p" ] && "$$p" -c '$(TORCH_OK)' 2>/dev/null || continue; \
+	  [ $$want = torch ] || "$$p" -c '$(CUDA_OK)' 2>/dev/null && py=$$p; \
+	done; done; \
+	if [ -z "$$py" ]; then echo "make gpu-check: no Python here has torch >= 2.10; run python3 tools/gpu_check.py --quick with the Python that has your CUDA torch (or GPU_PYTHON=/path/to/python make gpu-check)" >&2; exit 2; fi; \
+	echo "make gpu-check: $$py tools/gpu_check.py$(if $(strip $(GPU_CHECK_ARGS)), $(strip $(GPU_CHECK_ARGS)))"; \
+	exec "$$py" tools/gpu_check.py $(GPU_CHECK_ARGS)
 
 # Lessons are committed without outputs; a lesson saved from JupyterLab is fixed here (test_hygiene.py says so).
 clean-notebooks:

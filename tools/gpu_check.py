@@ -1,18 +1,24 @@
 """The GPU check: run every script and lesson on this machine's GPUs, with NCCL, and write a report.
 
-    python tools/gpu_check.py [--only 00,04] [--no-lessons] [--nproc N] [--timeout 300] [--out build/gpu-check]
-    python tools/gpu_check.py --cpu ...          # a self-test of this check on a machine without GPUs
-    python tools/gpu_check.py --readme [--check] # the README's "Verified on" table, from verified/*.json
+    python3 tools/gpu_check.py --quick [--out DIR]   # every script once at the GPU count: minutes, not an hour
+    python3 tools/gpu_check.py [--only 00,04] [--no-lessons] [--nproc N] [--timeout 300] [--out build/gpu-check]
+    python3 tools/gpu_check.py --cpu ...          # a self-test of this check on a machine without GPUs
+    python3 tools/gpu_check.py --readme [--check] # the README's "Verified on" table, from verified/*.json
 
 CI has no GPU: it runs every script and lesson on the CPU, with gloo. This check is what a user runs on
-a CUDA machine to show that the NCCL path works as well. Each distributed script is launched with
-min(2, GPUs) processes and again with --nproc_per_node=gpu (one process per GPU); the two
-single-process scripts run once; each lesson runs under papermill when papermill can be imported.
-Results: OUT/report.json and OUT/report.md, one log per launch in OUT/logs/, the executed lessons in
-OUT/lessons/. Exit code 0 when every check passed, 1 when one failed, 2 for bad arguments.
+a CUDA machine to show that the NCCL path works as well. The full check launches each distributed
+script with min(2, GPUs) processes and again with one process per GPU (once where the two are the
+same number), the two single-process scripts once, and each lesson under papermill when papermill can
+be imported. --quick launches each distributed script once, with one process per GPU and a 90 s
+timeout, and the two single-process scripts; it runs no lesson, prints an estimate of its time before
+it starts, and starts no launch after 600 s (--budget). Results: OUT/report.json and OUT/report.md
+(rewritten after every launch, so a run cut short still leaves one), one log per launch in OUT/logs/,
+the executed lessons in OUT/lessons/. Exit code 0 when every check passed; 1 when one failed, when
+--budget ran out before every check ran, or when an NVIDIA GPU is present but this torch cannot use
+it; 2 for bad arguments or a torch older than 2.10.
 
 It needs the standard library and torch only, and installs nothing: a GPU machine may have no network
-and its own CUDA build of torch, so any Python with torch can run it.
+and its own CUDA build of torch, so any Python with torch >= 2.10 can run it.
 """
 
 from __future__ import annotations
@@ -32,12 +38,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 try:
     import torch
 except ImportError:
-    sys.exit("gpu_check.py needs torch: run it with the Python of the environment that has your CUDA torch")
+    sys.exit("gpu_check.py needs torch (>= 2.10): run it with the Python that has your CUDA torch")
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "ddp_scripts"
@@ -73,9 +80,46 @@ QUICK = {
                                   "--dataset-size", "101"], True),
 }
 
+# What --quick's estimate is made of. Seconds per launch of each script's quick run above, on the CPU
+# with gloo (torch 2.13.0+cpu, Python 3.11), measured by this check's self-test (--cpu, no lessons) on
+# 2026-12-02 on 2 x86_64 cores that other jobs shared: the first number with --nproc 1, the second with
+# 2 processes (01 and 03 are one process in both). Each is the fastest of 2 runs (4 for 01 and 03): the
+# GPU machine is not shared, and the other jobs (load average 4-8 during three of the four runs) made
+# the slower runs up to 2.5 times longer: whole runs of 156 and 280 s at 1 process, 160 and 249 s at 2.
+# The times include Python's start, `import torch` and torchrun's own start, which a GPU machine also pays.
+QUICK_TIMINGS_RUNS = "2 shared x86_64 cores, the fastest of 2 runs each, 2026-12-02"
+CPU_SECONDS = {
+    "00_hello_ranks.py": (5.5, 3.3),
+    "01_single_device.py": (3.0, 3.0),
+    "02_show_ranks.py": (10.2, 3.5),
+    "03_data_parallel.py": (2.8, 2.8),
+    "04_ddp_train.py": (14.8, 7.2),
+    "05_rank_aware.py": (13.1, 12.1),
+    "06_ddp_equals_large_batch.py": (14.4, 12.7),
+    "07_allreduce_bench.py": (5.8, 7.1),
+    "07_ddp_perf.py": (6.0, 10.2),
+    "08_elastic_train.py": (8.3, 11.7),
+    "09_collective_bugs.py": (5.6, 12.6),
+    "10_node_report.py": (3.5, 7.8),
+    "11_fast_ddp.py": (7.2, 11.1),
+    "12_data_loading.py": (6.1, 11.1),
+    "12_uneven_inputs.py": (13.6, 8.2),
+    "13_sharded_checkpoint.py": (10.1, 5.9),
+    "13_zero_fsdp.py": (9.2, 5.5),
+}
+# What a GPU launch adds to that: loading the CUDA libraries, a CUDA context per process, NCCL's
+# communicator, cuDNN/cuBLAS handles. AN ASSUMPTION, NOT A MEASUREMENT (no GPU run has been made yet):
+# a generous allowance per launch, so that the estimate errs long. A real run's report holds the times.
+CUDA_START_ALLOWANCE_S = 15.0
+QUICK_TIMEOUT_S = 90.0
+FULL_TIMEOUT_S = 300.0
+QUICK_BUDGET_S = 600.0  # --quick starts no launch after this long: a run that hangs still ends in ~12 min
+TERMINATE_GRACE_S = 15.0  # after a timeout, torchrun gets this long to stop its workers (launch())
+OLDEST_TORCH = (2, 10)
+
 MODE_CUDA = "cuda"
 MODE_CPU = "cpu self-test (not a GPU result)"
-REPORT_FORMAT = 1
+REPORT_FORMAT = 2
 VERIFIED = REPO / "verified"
 README = REPO / "README.md"
 START_MARKER = "<!-- verified-on:start -->"
@@ -97,17 +141,83 @@ def nccl_version() -> str | None:
     return ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
 
 
-def machine_facts() -> dict:
+def machine_facts(cuda: bool) -> dict:
     """What the report says about where it ran: the versions and GPUs a result depends on."""
-    cuda = torch.cuda.is_available()
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []
     return dict(python=platform.python_version(), torch=torch.__version__, cuda=torch.version.cuda,
                 nccl=nccl_version() if cuda else None, gpus=gpus, gpu_count=len(gpus), host=platform.node())
 
 
+def torch_release(version: str) -> tuple[int, int] | None:
+    """'2.11.0+cu128' -> (2, 11); None for a version string that does not start with two numbers."""
+    found = re.match(r"(\d+)\.(\d+)", version)
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def too_old_message(version: str) -> str | None:
+    """One line when this torch is older than the series supports (requirements.txt: torch>=2.10)."""
+    release = torch_release(version)
+    if release is not None and release >= OLDEST_TORCH:
+        return None
+    oldest = ".".join(map(str, OLDEST_TORCH))
+    return (f"torch {version} is older than {oldest}, the oldest this series supports: "
+            f"run the check with a Python whose torch is {oldest} or newer")
+
+
+def cuda_status() -> tuple[bool, str]:
+    """torch.cuda.is_available(), and the first warning it gave: where a CUDA build of torch finds no
+    usable GPU, torch warns why (e.g. "The NVIDIA driver on your system is too old (found version
+    12020)"). Call it before anything else asks CUDA: torch gives that warning once."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        available = torch.cuda.is_available()
+    said = next((str(w.message).strip().splitlines()[0] for w in caught if str(w.message).strip()), "")
+    return available, said
+
+
+# Where the check looks for an NVIDIA GPU that torch might not see. The environment variables exist for
+# the tests, which have no GPU: they point these at stand-ins (a plain file, a small script).
+DEVICE_FILE_VARIABLE = "GPU_CHECK_NVIDIA_DEVICE_FILE"
+NVIDIA_SMI_VARIABLE = "GPU_CHECK_NVIDIA_SMI"
+
+
+def nvidia_device_present() -> str | None:
+    """How we know this machine has an NVIDIA GPU (its device file, or nvidia-smi -L listing one), else None."""
+    device_file = Path(os.environ.get(DEVICE_FILE_VARIABLE, "/dev/nvidia0"))
+    if device_file.exists():
+        return f"{device_file} exists"
+    smi = os.environ.get(NVIDIA_SMI_VARIABLE, "nvidia-smi")
+    try:
+        listed = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    gpus = [line.strip() for line in listed.splitlines() if line.startswith("GPU ")]
+    return f"nvidia-smi -L lists {gpus[0]}" + (f" and {len(gpus) - 1} more" if len(gpus) > 1 else "") if gpus else None
+
+
+def why_no_cuda(torch_said: str) -> str:
+    """The likeliest reason torch.cuda.is_available() is False on a machine with an NVIDIA GPU."""
+    if torch.version.cuda is None:
+        return (f"this torch ({torch.__version__}) is a CPU build; run the check with a Python whose torch is "
+                f"a CUDA build")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU"
+    if torch_said:
+        return f"torch {torch.__version__} (CUDA {torch.version.cuda}) says: {torch_said}"
+    return (f"torch {torch.__version__} is built for CUDA {torch.version.cuda} and finds no usable GPU "
+            f"(is the driver older than that CUDA? nvidia-smi shows the driver's CUDA version)")
+
+
+def unusable_gpu_message(evidence: str, torch_said: str) -> str:
+    return (f"an NVIDIA GPU is present ({evidence}) but torch.cuda.is_available() is False: "
+            f"{why_no_cuda(torch_said)}. Nothing was checked.")
+
+
 def no_cuda_message() -> str:
-    return (f"no CUDA here (torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}): nothing to "
-            f"check; run this on a machine with NVIDIA GPUs (or --cpu to test the check itself on the CPU)")
+    return (f"no CUDA here (torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}) and no NVIDIA "
+            f"GPU found: nothing to check; run this on a machine with NVIDIA GPUs (or --cpu to test the check "
+            f"itself on the CPU)")
 
 
 def gpu_summary(gpus: list[str]) -> str:
@@ -174,15 +284,18 @@ def write_log(path: Path, command: list[str], result: dict) -> None:
 
 # --- Script checks -----------------------------------------------------------------------------------
 
-def script_launches(script: str, mode: str, nproc: int) -> list[int | str]:
-    """The process counts a script is launched with: 1 for a single-process script; for a distributed
-    one nproc, and on CUDA also 'gpu' (torchrun's one process per GPU, whatever their number)."""
+def script_launches(script: str, mode: str, nproc: int, gpu_count: int, quick: bool) -> list[int]:
+    """The process counts a script is launched with: 1 for a single-process script. A distributed one:
+    nproc; in the full check on CUDA also one process per GPU. Never the same count twice: on one GPU
+    that would be two identical single-process runs."""
     if not QUICK[script][1]:
         return [1]
-    return [nproc, "gpu"] if mode == MODE_CUDA else [nproc]
+    if mode == MODE_CUDA and not quick:
+        return sorted({nproc, gpu_count})
+    return [nproc]
 
 
-def script_command(script: str, processes: int | str, workdir: Path, mode: str) -> list[str]:
+def script_command(script: str, processes: int, workdir: Path, mode: str) -> list[str]:
     args, distributed = QUICK[script]
     program = [str(SCRIPTS / script), *args, "--out", str(workdir / script.replace(".py", ".json"))]
     if mode == MODE_CPU and takes_device_option(script):
@@ -209,7 +322,7 @@ def backend_of(result_file: Path) -> str | None:
     return written.get("backend") if isinstance(written, dict) else None
 
 
-def check_script(script: str, processes: int | str, mode: str, timeout_s: float, out: Path) -> dict:
+def check_script(script: str, processes: int, mode: str, timeout_s: float, out: Path) -> dict:
     """Launch one script in a fresh folder; it passes when it exits 0, cleanly, on the expected backend."""
     distributed = QUICK[script][1]
     log = out / "logs" / f"{script[:-3]}-{processes}.log"
@@ -231,8 +344,8 @@ def check_script(script: str, processes: int | str, mode: str, timeout_s: float,
         error = f"ran on {backend}, expected {expected}"
     else:
         error = ""
-    return dict(kind="script", name=script, processes=processes, ok=not error, seconds=result["seconds"],
-                exit_code=result["exit_code"], last_error_line=error, backend=backend,
+    return dict(kind="script", name=script, processes=processes, distributed=distributed, ok=not error,
+                seconds=result["seconds"], exit_code=result["exit_code"], last_error_line=error, backend=backend,
                 log=str(log.relative_to(out)))
 
 
@@ -300,28 +413,53 @@ def check_lesson(papermill, notebook: Path, mode: str, nproc: int, out: Path) ->
             series.run_papermill(notebook, executed, params, series.make_sandbox(Path(tmp)), notebook.stem)
         except Exception as failure:  # a failed cell, a dead kernel, a missing kernel: all are results
             error = lesson_error(papermill, failure, executed)
-    return dict(kind="lesson", name=notebook.name, processes=nproc, ok=not error,
+    return dict(kind="lesson", name=notebook.name, processes=nproc, distributed=True, ok=not error,
                 seconds=round(time.perf_counter() - started, 1), exit_code=None, last_error_line=error,
                 backend=None, log=str(executed.relative_to(out)))
 
 
 # --- The report --------------------------------------------------------------------------------------
 
+def world_sizes(checks: list[dict]) -> list[int]:
+    """The process counts that formed a process group in these checks (single-process scripts form none)."""
+    return sorted({c["processes"] for c in checks if c["distributed"]})
+
+
+def coverage(mode: str, checks: list[dict]) -> str:
+    """What the run exercised, in words: one process per group tests NCCL's setup and the scripts on CUDA,
+    but no collective ever crosses a process, so it is labelled as such."""
+    backend = "NCCL" if mode == MODE_CUDA else "gloo"
+    sizes = world_sizes(checks)
+    if not sizes:
+        return "no process group formed"
+    if max(sizes) == 1:
+        return f"single-process {backend} only"
+    counts = ", ".join(map(str, sizes[:-1])) + (" and " if len(sizes) > 1 else "") + str(sizes[-1])
+    return f"{backend} at {counts} processes"
+
+
 def build_report(facts: dict, mode: str, checks: list[dict], lessons_skipped: str | None,
-                 date: datetime.datetime | None = None) -> dict:
+                 date: datetime.datetime | None = None, run: str = "full", planned: int | None = None,
+                 estimate_s: float | None = None, seconds: float | None = None,
+                 timeout_s: float = FULL_TIMEOUT_S, only: list[str] | None = None,
+                 budget_s: float | None = None) -> dict:
+    """The report: where it ran, what it covered, each check. planned is the number of checks the run was
+    to make; fewer checks than that means the run was cut short (the report is rewritten after each)."""
     date = date or datetime.datetime.now(datetime.timezone.utc)  # noqa: UP017 (datetime.UTC needs Python 3.11)
     passed = sum(c["ok"] for c in checks)
-    return dict(format=REPORT_FORMAT, date=date.isoformat(timespec="seconds"), mode=mode, **facts,
-                checks=checks, lessons_skipped=lessons_skipped, passed=passed, failed=len(checks) - passed)
+    planned = len(checks) if planned is None else planned
+    return dict(format=REPORT_FORMAT, date=date.isoformat(timespec="seconds"), mode=mode, run=run, only=only, **facts,
+                world_sizes=world_sizes(checks), coverage=coverage(mode, checks), timeout_s=timeout_s,
+                budget_s=budget_s, estimate_s=estimate_s, seconds=seconds, planned=planned,
+                complete=len(checks) == planned, checks=checks, lessons_skipped=lessons_skipped, passed=passed,
+                failed=len(checks) - passed)
 
 
 def check_label(check: dict) -> str:
     return f"`{check['name']}`" + (" (lesson)" if check["kind"] == "lesson" else "")
 
 
-def processes_label(processes: int | str) -> str:
-    if processes == "gpu":
-        return "one process per GPU"
+def processes_label(processes: int) -> str:
     return f"{processes} process" + ("" if processes == 1 else "es")
 
 
@@ -336,13 +474,28 @@ def markdown_table(report: dict) -> str:
     return "\n".join(["| check | processes | result | seconds |", "|---|---:|---|---:|", *rows])
 
 
+def run_label(report: dict) -> str:
+    """E.g. 'quick run (every script once, no lesson; 90 s timeout per launch)'."""
+    scope = "every script once, no lesson" if report["run"] == "quick" else "scripts and lessons"
+    return f"{report['run']} run ({scope}; {report['timeout_s']:g} s timeout per launch)"
+
+
 def render_markdown(report: dict) -> str:
-    """report.md: where it ran, one row per check, then what each failed check said last."""
+    """report.md: where it ran, what it covered, one row per check, then what each failed check said last."""
     date = datetime.datetime.fromisoformat(report["date"]).strftime("%Y-%m-%d %H:%M UTC")
-    title = f"# GPU check, {date}" + ("" if report["mode"] == MODE_CUDA else f": {report['mode']}")
+    title = f"# GPU check, {date}: {report['coverage']}"
+    title += "" if report["mode"] == MODE_CUDA else f", {report['mode']}"
     machine = (f"torch {report['torch']}, CUDA {report['cuda'] or 'none'}, NCCL {report['nccl'] or 'none'}, "
                f"{gpu_summary(report['gpus'])}; Python {report['python']} on {report['host']}.")
-    parts = [title, machine, markdown_table(report)]
+    sizes = ", ".join(map(str, report["world_sizes"])) or "none"
+    covered = f"A {run_label(report)}. World sizes (processes per process group): {sizes}."
+    if report["seconds"] is not None:
+        estimate = f" (estimated {report['estimate_s']:.0f} s)" if report["estimate_s"] is not None else ""
+        covered += f" Took {report['seconds']:.0f} s{estimate}."
+    parts = [title, machine, covered, markdown_table(report)]
+    if not report["complete"]:
+        parts.append(f"**Incomplete**: {len(report['checks'])} of {report['planned']} checks ran (the --budget "
+                     f"was spent, or the run was stopped or is still running).")
     failed = [c for c in report["checks"] if not c["ok"]]
     if failed:
         parts.append("Failed:\n\n" + "\n".join(f"- {check_label(c)}, {processes_label(c['processes'])}: "
@@ -383,6 +536,58 @@ def plan_lessons(only: list[str] | None) -> list[Path]:
     return [NOTEBOOKS / name for name in selected(lessons, only)]
 
 
+def make_plan(mode: str, nproc: int, gpu_count: int, only: list[str] | None, lessons: bool, quick: bool,
+              timeout_s: float, budget_s: float | None = None) -> dict:
+    """What the run will do, decided before it starts: the launches, the lessons (or why none), the limits."""
+    launches = [(s, n) for s in plan_scripts(only) for n in script_launches(s, mode, nproc, gpu_count, quick)]
+    papermill = papermill_module() if lessons and not quick else None
+    if quick:
+        lessons_skipped = "--quick runs the scripts only"
+    elif not lessons:
+        lessons_skipped = "--no-lessons"
+    elif papermill is None:
+        lessons_skipped = f"papermill is not installed for {sys.executable}"
+    else:
+        lessons_skipped = None
+    notebooks = plan_lessons(only) if papermill else []
+    return dict(mode=mode, run="quick" if quick else "full", only=only, nproc=nproc, launches=launches,
+                papermill=papermill, notebooks=notebooks, lessons_skipped=lessons_skipped, timeout_s=timeout_s,
+                budget_s=budget_s, estimate_s=estimate_seconds(launches, mode))
+
+
+def estimate_seconds(launches: list[tuple[str, int]], mode: str) -> float:
+    """The launches' time: CPU_SECONDS (1 process, or 2 for any larger count: each rank has its own GPU),
+    plus CUDA_START_ALLOWANCE_S per launch on CUDA. A script missing from the table counts as the slowest."""
+    slowest = max(max(times) for times in CPU_SECONDS.values())
+    measured = sum(CPU_SECONDS.get(script, (slowest, slowest))[0 if n == 1 else 1] for script, n in launches)
+    return measured + (CUDA_START_ALLOWANCE_S * len(launches) if mode == MODE_CUDA else 0.0)
+
+
+def describe_plan(plan: dict) -> str:
+    """Printed before the first launch: what will run, how long it should take, how long it can take."""
+    launches = plan["launches"]
+    by_count = collections.Counter(n for s, n in launches if QUICK[s][1])
+    single = sum(not QUICK[s][1] for s, _ in launches)
+    parts = [f"{count} distributed × {n} process{'' if n == 1 else 'es'}" for n, count in sorted(by_count.items())]
+    parts += [f"{single} single-process"] if single else []
+    lines = [f"plan ({plan['run']}, {plan['mode']}): {len(launches)} launches ({', '.join(parts) or 'none'}), "
+             f"timeout {plan['timeout_s']:g} s each; "
+             + (f"{len(plan['notebooks'])} lessons" if plan["notebooks"] else
+                f"no lessons ({plan['lessons_skipped']})")]
+    cpu = estimate_seconds(launches, MODE_CPU)
+    how = f"{cpu:.0f} s of these launches on the CPU ({QUICK_TIMINGS_RUNS})"
+    if plan["mode"] == MODE_CUDA:
+        how += f" + {len(launches)} × {CUDA_START_ALLOWANCE_S:g} s of CUDA start-up per launch (assumed)"
+    worst = len(launches) * (plan["timeout_s"] + TERMINATE_GRACE_S)
+    if plan["budget_s"] is not None:
+        worst = min(worst, plan["budget_s"] + plan["timeout_s"] + TERMINATE_GRACE_S)
+    lines.append(f"estimate: about {plan['estimate_s'] / 60:.1f} min for the scripts = {how}"
+                 + (", lessons not estimated" if plan["notebooks"] else "")
+                 + f"; at most {worst / 60:.1f} min if launches ran into their timeout"
+                 + (f" (no launch starts after {plan['budget_s']:g} s: --budget)" if plan["budget_s"] else ""))
+    return "\n".join(lines)
+
+
 def announce(i: int, total: int, check: dict) -> None:
     result = result_label(check).strip("*")
     detail = f": {check['last_error_line']}" if not check["ok"] else ""
@@ -390,31 +595,48 @@ def announce(i: int, total: int, check: dict) -> None:
           flush=True)
 
 
-def run_checks(mode: str, nproc: int, only: list[str] | None, lessons: bool, timeout_s: float,
-               out: Path) -> dict:
-    """Every selected script, then every selected lesson; returns the report (already written)."""
-    scripts = [(s, p) for s in plan_scripts(only) for p in script_launches(s, mode, nproc)]
-    papermill = papermill_module() if lessons else None
-    notebooks = plan_lessons(only) if papermill else []
-    lessons_skipped = None if papermill else ("--no-lessons" if not lessons else "papermill not installed")
-    total = len(scripts) + len(notebooks)
+def run_checks(plan: dict, facts: dict, out: Path) -> dict:
+    """Every planned launch, then every planned lesson; the report is rewritten after each check, so a
+    run that is cut short (a machine taken back) still leaves one. Returns the final report."""
+    total = len(plan["launches"]) + len(plan["notebooks"])
     clear_previous_results(out)
-    checks = []
-    for script, processes in scripts:
-        checks.append(check_script(script, processes, mode, timeout_s, out))
+    started = time.perf_counter()
+    checks: list[dict] = []
+
+    def report() -> dict:
+        return build_report(facts, plan["mode"], checks, plan["lessons_skipped"], run=plan["run"], planned=total,
+                            estimate_s=round(plan["estimate_s"]), seconds=round(time.perf_counter() - started, 1),
+                            timeout_s=plan["timeout_s"], only=plan["only"], budget_s=plan["budget_s"])
+
+    def out_of_time() -> bool:
+        if plan["budget_s"] is None or time.perf_counter() - started < plan["budget_s"]:
+            return False
+        print(f"--budget {plan['budget_s']:g} s spent: {total - len(checks)} checks not run", flush=True)
+        return True
+
+    write_report(report(), out)
+    for script, processes in plan["launches"]:
+        if out_of_time():
+            break
+        checks.append(check_script(script, processes, plan["mode"], plan["timeout_s"], out))
         announce(len(checks), total, checks[-1])
-    for notebook in notebooks:
-        checks.append(check_lesson(papermill, notebook, mode, nproc, out))
+        write_report(report(), out)
+    for notebook in plan["notebooks"] if len(checks) == len(plan["launches"]) else []:
+        if out_of_time():
+            break
+        checks.append(check_lesson(plan["papermill"], notebook, plan["mode"], plan["nproc"], out))
         announce(len(checks), total, checks[-1])
-    report = build_report(machine_facts(), mode, checks, lessons_skipped)
-    write_report(report, out)
-    return report
+        write_report(report(), out)
+    final = report()
+    write_report(final, out)
+    return final
 
 
 # --- The README's "Verified on" table ----------------------------------------------------------------
 
-REQUIRED_FIELDS = ("format", "date", "mode", "python", "torch", "cuda", "nccl", "gpus", "gpu_count", "checks",
-                   "lessons_skipped", "passed", "failed")
+REQUIRED_FIELDS = ("format", "date", "mode", "run", "only", "python", "torch", "cuda", "nccl", "gpus", "gpu_count",
+                   "world_sizes", "coverage", "timeout_s", "planned", "complete", "checks", "lessons_skipped",
+                   "passed", "failed")
 
 
 def load_verified(folder: Path) -> list[dict]:
@@ -441,6 +663,8 @@ def load_verified(folder: Path) -> list[dict]:
 def checks_cell(report: dict) -> str:
     total = report["passed"] + report["failed"]
     cell = f"{report['passed']}/{total} passed"
+    if not report["complete"]:
+        cell += f"; incomplete: {total} of {report['planned']} ran"
     failed = sorted({c["name"] for c in report["checks"] if not c["ok"]})
     if failed:
         cell += f"; failed: {', '.join(failed)}"
@@ -449,20 +673,31 @@ def checks_cell(report: dict) -> str:
     return cell
 
 
+def run_cell(report: dict) -> str:
+    """'quick' or 'full', and the --only selection where the run did not cover every script and lesson."""
+    return report["run"] + (f" (--only {','.join(report['only'])})" if report["only"] else "")
+
+
+VERIFIED_HEADER = ["| date | GPUs | torch | CUDA | NCCL | Python | run | world sizes | covered | checks |",
+                   "|---|---|---|---|---|---|---|---|---|---|"]
+
+
 def verified_section(reports: list[dict]) -> str:
-    """The text between the README's markers: a row per GPU report, or a plain 'none yet'."""
+    """The text between the README's markers: what each GPU report covered, a row each (none yet: a header)."""
     if not reports:
-        return ("No GPU run has been recorded yet. What CI runs is the CPU path, with gloo: every lesson with\n"
-                "`nproc_per_node = 2` (lesson 08 again at 3, lessons 05 and 09 again at 1), and every script under\n"
-                "torchrun with 1, 2 and 3 processes (01 and 03, single-process, with python). To record a GPU run,\n"
-                "run the check below on a machine with NVIDIA GPUs and follow "
-                "[verified/README.md](verified/README.md).")
+        return "\n".join([
+            "No GPU run has been recorded yet, so the table is empty. What CI runs is the CPU path, with gloo:",
+            "every lesson with `nproc_per_node = 2` (lesson 08 again at 3, lessons 05 and 09 again at 1), and every",
+            "script under torchrun with 1, 2 and 3 processes (01 and 03, single-process, with python). To record a",
+            "GPU run, run the check below on a machine with NVIDIA GPUs and follow "
+            "[verified/README.md](verified/README.md).", "", *VERIFIED_HEADER])
     rows = [f"| {r['date'][:10]} | {gpu_summary(r['gpus'])} | {r['torch']} | {r['cuda']} | {r['nccl'] or '–'} "
-            f"| {r['python']} | {checks_cell(r)} |" for r in reports]
+            f"| {r['python']} | {run_cell(r)} | {', '.join(map(str, r['world_sizes'])) or '–'} | {r['coverage']} "
+            f"| {checks_cell(r)} |" for r in reports]
     return "\n".join(["Each row is a report of the GPU check in [verified/](verified/); "
-                      "`python tools/gpu_check.py --readme` writes this table from them.", "",
-                      "| date | GPUs | torch | CUDA | NCCL | Python | checks |",
-                      "|---|---|---|---|---|---|---|", *rows])
+                      "`python3 tools/gpu_check.py --readme` writes this table from them. *World sizes*: the",
+                      "processes per process group it launched; *covered*: \"single-process NCCL only\" where no",
+                      "collective crossed a process.", "", *VERIFIED_HEADER, *rows])
 
 
 def with_verified_section(readme: str, section: str) -> str:
@@ -517,13 +752,20 @@ def positive_int(text: str) -> int:
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help=f"every script once, one process per GPU, --timeout {QUICK_TIMEOUT_S:g}, no lessons")
     parser.add_argument("--cpu", action="store_true",
                         help="self-test of the check on the CPU (gloo, --device cpu): not a GPU result")
     parser.add_argument("--only", type=prefixes, metavar="NN,NN", help="only scripts and lessons with these prefixes")
     parser.add_argument("--no-lessons", action="store_true", help="check the scripts only")
     parser.add_argument("--nproc", type=positive_int,
-                        help="processes per launch (default: min(2, GPUs); 2 with --cpu)")
-    parser.add_argument("--timeout", type=positive_number, default=300.0, help="seconds each launch may take")
+                        help="processes per launch (default: min(2, GPUs), with --quick the GPUs; 2 with --cpu)")
+    parser.add_argument("--timeout", type=positive_number,
+                        help=f"seconds each launch may take (default {FULL_TIMEOUT_S:g}; {QUICK_TIMEOUT_S:g} with "
+                             f"--quick)")
+    parser.add_argument("--budget", type=positive_number,
+                        help=f"seconds after which no launch starts (default: {QUICK_BUDGET_S:g} with --quick, "
+                             f"none otherwise); the checks left are reported as not run")
     parser.add_argument("--out", type=Path, default=REPO / "build" / "gpu-check", help="report folder")
     parser.add_argument("--readme", action="store_true", help="write the README's Verified-on table from --verified")
     parser.add_argument("--check", action="store_true",
@@ -538,7 +780,7 @@ def processes_per_launch(args: argparse.Namespace, gpu_count: int) -> int:
         return args.nproc or 2
     if args.nproc and args.nproc > gpu_count:
         raise UsageError(f"--nproc {args.nproc} needs {args.nproc} GPUs; this machine has {gpu_count}")
-    return args.nproc or min(2, gpu_count)
+    return args.nproc or (gpu_count if args.quick else min(2, gpu_count))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -549,24 +791,39 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.readme:
             return update_readme(args.readme_file, args.verified, args.check)
-        if not args.cpu and not torch.cuda.is_available():
-            print(no_cuda_message())
-            return 0
         if args.only and not plan_scripts(args.only) and not plan_lessons(args.only):
             raise UsageError(f"nothing matches --only {','.join(args.only)}")
+        too_old = too_old_message(torch.__version__)
+        if too_old:
+            raise UsageError(too_old)
+        cuda, torch_said = cuda_status()
+        if not args.cpu and not cuda:
+            evidence = nvidia_device_present()
+            if evidence:  # never report "nothing to check" on a machine whose GPU this torch cannot use
+                print(unusable_gpu_message(evidence, torch_said), file=sys.stderr)
+                return 1
+            print(no_cuda_message())
+            return 0
         mode = MODE_CPU if args.cpu else MODE_CUDA
-        nproc = processes_per_launch(args, torch.cuda.device_count())
+        facts = machine_facts(cuda)
+        nproc = processes_per_launch(args, facts["gpu_count"])
     except UsageError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
+    timeout_s = args.timeout or (QUICK_TIMEOUT_S if args.quick else FULL_TIMEOUT_S)
+    budget_s = args.budget or (QUICK_BUDGET_S if args.quick else None)
+    plan = make_plan(mode, nproc, facts["gpu_count"], args.only, not args.no_lessons, args.quick, timeout_s, budget_s)
+    print(describe_plan(plan), flush=True)
     out = args.out.resolve()
-    started = time.perf_counter()
-    report = run_checks(mode, nproc, args.only, not args.no_lessons, args.timeout, out)
+    report = run_checks(plan, facts, out)
     print("\n" + markdown_table(report) + "\n")
     if report["lessons_skipped"]:
         print(f"lessons skipped ({report['lessons_skipped']})")
-    print(f"{report['passed']} passed, {report['failed']} failed in {time.perf_counter() - started:.0f} s "
-          f"({report['mode']}); report: {out / 'report.md'}", flush=True)
-    return 1 if report["failed"] else 0
+    print(f"covered: {report['coverage']} (world sizes: {', '.join(map(str, report['world_sizes'])) or 'none'})")
+    print(f"{report['passed']} passed, {report['failed']} failed in {report['seconds']:.0f} s "
+          f"(estimated {report['estimate_s']:.0f} s; {report['mode']}); report: {out / 'report.md'}", flush=True)
+    if not report["complete"]:
+        print(f"incomplete: {len(report['checks'])} of {report['planned']} checks ran", flush=True)
+    return 1 if report["failed"] or not report["complete"] else 0
 
 
 if __name__ == "__main__":
