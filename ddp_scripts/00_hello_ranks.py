@@ -99,10 +99,12 @@ def setup_distributed(timeout_s, wanted_device):
     if device.type == "cuda":
         torch.cuda.set_device(device)  # without it every process would also start a CUDA context on GPU 0
     timeout = datetime.timedelta(seconds=timeout_s)
+    bound = device if device.type == "cuda" else None  # NCCL: connect now, and barrier() knows its GPU
     if "RANK" in os.environ:  # started by torchrun: join the group it prepared
-        dist.init_process_group(backend, timeout=timeout)
+        dist.init_process_group(backend, timeout=timeout, device_id=bound)
     else:  # plain `python`: a group of one, no network needed
-        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout,
+                                device_id=bound)
     return device
 
 

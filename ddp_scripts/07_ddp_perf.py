@@ -3,8 +3,10 @@
     python 07_ddp_perf.py --threads 1,2 --out single.json                    # one process: the baseline
     torchrun --standalone --nproc_per_node=2 07_ddp_perf.py --out ddp.json   # DDP, + buckets and no_sync
 
-Every time is the median of --steps timed steps after warm-up, of the slowest rank, on synthetic
-inputs held in memory (no data loading). On CUDA: NCCL and one GPU per process; a single process
+Scaling: one process alone and DDP, each with every --threads count, warmed up, then timed in --rounds
+rounds of --steps steps in an order shuffled each round; each time is the median over the rounds, of the
+slowest rank. Buckets and no_sync: the median of --steps timed steps after warm-up. Synthetic inputs held
+in memory (no data loading). On CUDA: NCCL and one GPU per process; a single process
 with --data-parallel N also times nn.DataParallel over N GPUs.
 
 Devices: NCCL and one GPU per process where CUDA has a GPU for every process on the machine, gloo
@@ -20,6 +22,7 @@ import gc
 import json
 import math
 import os
+import random
 import sys
 import tempfile
 import time
@@ -98,6 +101,7 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch-size", type=positive_int, default=64, help="per process, for the scaling runs")
     parser.add_argument("--steps", type=positive_int, default=10, help="timed steps per measurement")
+    parser.add_argument("--rounds", type=positive_int, default=5, help="shuffled rounds of the scaling runs")
     parser.add_argument("--warmup", type=non_negative_int, default=2, help="untimed steps before each measurement")
     parser.add_argument("--threads", type=number_list(int), default=[1], help="CPU threads per process, e.g. 1,2")
     parser.add_argument("--width", type=positive_int, default=512, help="hidden width of the MLP")
@@ -147,10 +151,12 @@ def setup_distributed(timeout_s, wanted_device):
     if device.type == "cuda":
         torch.cuda.set_device(device)  # without it every process would also start a CUDA context on GPU 0
     timeout = datetime.timedelta(seconds=timeout_s)
+    bound = device if device.type == "cuda" else None  # NCCL: connect now, and barrier() knows its GPU
     if "RANK" in os.environ:  # started by torchrun: join the group it prepared
-        dist.init_process_group(backend, timeout=timeout)
+        dist.init_process_group(backend, timeout=timeout, device_id=bound)
     else:  # plain `python`: a group of one, no network needed
-        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout,
+                                device_id=bound)
     return device
 
 
@@ -252,30 +258,105 @@ def memory_mb(device):
 
 
 def scaling(args, device, world_size):
-    """Throughput at a fixed per-process batch (global grows with N) and a fixed global batch."""
-    rows, threads_before = [], torch.get_num_threads()
-    regimes = [("fixed per-process batch", args.batch_size)]
-    if world_size > 1:
-        regimes.append(("fixed global batch", max(1, args.batch_size // world_size)))
-    for threads in (args.threads if device.type == "cpu" else [None]):
-        if threads:
-            torch.set_num_threads(threads)
-        for regime, per_process in regimes:
-            torch.manual_seed(args.seed)
-            model = mlp(args.width).to(device)
-            model = wrap(model, device) if world_size > 1 else model  # one process: the plain program
-            if device.type == "cuda":
-                torch.cuda.reset_peak_memory_stats(device)
-            cpu = []
-            seconds, cpu_share = timed(train_step(model, *batch(per_process, device)), args.steps, args.warmup,
-                                       device, cpu)
-            rows.append(dict(processes=world_size, threads=threads, regime=regime, per_process_batch=per_process,
-                             global_batch=per_process * world_size, ms_per_step=1000 * seconds,
-                             samples_per_s=per_process * world_size / seconds, cpu_share=cpu_share,
-                             cpu_us_per_sample=1e6 * cpu[0] / (per_process * world_size),
-                             memory_mb=memory_mb(device)))
+    """Throughput of one process and of DDP, every configuration timed in the same shuffled rounds.
+
+    The configurations: one process alone (rank 0 trains a plain, unwrapped model while the other ranks wait
+    at a barrier, so it has the machine to itself) and DDP at a fixed per-process batch and at a fixed global
+    batch, each with every --threads count. All are built and warmed up first; then --rounds rounds time
+    --steps steps of each, in an order shuffled anew each round (one seeded generator: the same on every
+    rank), so that a busy moment of the machine hits every configuration alike rather than one of them.
+    """
+    rank, threads_before = dist.get_rank(), torch.get_num_threads()
+    configs = []
+    for threads in (args.threads if device.type == "cpu" else [None]):  # threads are a CPU setting
+        configs.append(dict(processes=1, threads=threads, regime="fixed per-process batch",
+                            per_process_batch=args.batch_size))
+        if world_size > 1:
+            configs.append(dict(processes=world_size, threads=threads, regime="fixed per-process batch",
+                                per_process_batch=args.batch_size))
+            configs.append(dict(processes=world_size, threads=threads, regime="fixed global batch",
+                                per_process_batch=max(1, args.batch_size // world_size)))
+    steps = []
+    for config in configs:
+        torch.manual_seed(args.seed)
+        model = mlp(args.width).to(device)
+        model = wrap(model, device) if config["processes"] > 1 else model  # one process: the plain program
+        steps.append(train_step(model, *batch(config["per_process_batch"], device)))
+        works = config["processes"] > 1 or rank == 0
+        if config["threads"]:
+            torch.set_num_threads(config["threads"])
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        for _ in range(args.warmup if works else 0):
+            steps[-1]()
+        sync(device)
+        config["memory_mb"] = memory_mb(device) if works else None
+        dist.barrier()
+    shuffler = random.Random(args.seed)
+    orders = [shuffler.sample(range(len(configs)), len(configs)) for _ in range(args.rounds)]
+    rounds = [[None] * len(configs) for _ in orders]
+    for r, order in enumerate(orders):
+        for i in order:
+            if configs[i]["threads"]:
+                torch.set_num_threads(configs[i]["threads"])
+            rounds[r][i] = timed_block(steps[i], args.steps, device, works=configs[i]["processes"] > 1 or rank == 0)
     torch.set_num_threads(threads_before)  # what torchrun's OMP_NUM_THREADS gave, for what follows
-    return rows
+    rows = []
+    for i, config in enumerate(configs):
+        blocks = [timings[i] for timings in rounds]
+        global_batch = config["per_process_batch"] * config["processes"]
+        round_ms = [1000 * b["seconds"] for b in blocks]
+        round_cpu = [1e6 * b["cpu_seconds"] / global_batch for b in blocks]
+        alone = config["processes"] < world_size  # rank 0 worked alone while the other ranks waited
+        rows.append(dict(config, name=config_name(config), global_batch=global_batch,
+                         ms_per_step=median(round_ms), round_ms=round_ms,
+                         samples_per_s=1000 * global_batch / median(round_ms),
+                         cpu_share=median([b["cpu_share"] for b in blocks]),
+                         idle_cpu_share=max(b["idle_cpu_share"] for b in blocks) if alone else None,
+                         cpu_us_per_sample=median(round_cpu), round_cpu_us_per_sample=round_cpu))
+    return rows, [[rows[i]["name"] for i in order] for order in orders]
+
+
+def config_name(config):
+    """'1 proc × 2 threads', '2 procs × 1 thread, b/proc' (fixed per-process batch), '…, b total' (fixed global)."""
+    processes, threads = config["processes"], config["threads"]
+    name = f"{processes} proc{'s' if processes > 1 else ''}"
+    name += f" × {threads} thread{'s' if threads > 1 else ''}" if threads else ""
+    if processes > 1:
+        name += ", b/proc" if config["regime"] == "fixed per-process batch" else ", b total"
+    return name
+
+
+def median(values):
+    return sorted(values)[len(values) // 2]
+
+
+def timed_block(step, steps, device, works):
+    """One timed block of steps: seconds per step of the slowest working rank, and what the CPUs did.
+
+    Returns the same numbers on every rank: seconds per step; the CPU share (CPU seconds per wall-clock
+    second) of the working ranks, the lowest of them; the CPU share of the ranks that only wait, the highest
+    of them (None if all work); and the CPU seconds per step summed over every rank, waiting ones included.
+    """
+    sync(device)
+    dist.barrier()
+    cpu_started, wall_started = time.process_time(), time.perf_counter()
+    if works:
+        for _ in range(steps):
+            step()
+        sync(device)  # CUDA returns before the work is done
+    work_seconds = time.perf_counter() - wall_started
+    dist.barrier()  # a waiting rank waits here, while the working ones finish
+    cpu_seconds, wall_seconds = time.process_time() - cpu_started, time.perf_counter() - wall_started
+    table = torch.zeros(dist.get_world_size(), 4, dtype=torch.float64, device=device)
+    table[dist.get_rank()] = torch.tensor([float(works), work_seconds, cpu_seconds, wall_seconds],
+                                          dtype=torch.float64)
+    dist.all_reduce(table)  # every rank fills its own row: all rows, on every rank
+    working, idle = table[table[:, 0] == 1], table[table[:, 0] == 0]
+    return dict(seconds=working[:, 1].max().item() / steps,
+                cpu_share=(working[:, 2] / working[:, 3]).min().item(),
+                idle_cpu_share=(idle[:, 2] / idle[:, 3]).max().item() if len(idle) else None,
+                cpu_seconds=table[:, 2].sum().item() / steps)
 
 
 def data_parallel(args, device):
@@ -405,7 +486,8 @@ def measure(args, device):
                    omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
                    cuda_devices=torch.cuda.device_count(), batch_size=args.batch_size,
                    mlp_parameters=sum(p.numel() for p in mlp(args.width).parameters()))
-    results["scaling"] = scaling(args, device, world_size)
+    results["scaling"], orders = scaling(args, device, world_size)
+    results["scaling_rounds"] = dict(rounds=args.rounds, steps_per_round=args.steps, warmup=args.warmup, orders=orders)
     if world_size == 1 and device.type == "cuda" and args.data_parallel >= 2:
         results["data_parallel"] = data_parallel(args, device)
     if world_size > 1:  # communication needs someone to talk to
@@ -414,8 +496,8 @@ def measure(args, device):
         results["no_sync"] = accumulation(args, device)
     if rank == 0:
         for row in results["scaling"]:
-            print(f"{row['processes']} process(es) x {row['threads'] or '-'} thread(s), {row['regime']}: "
-                  f"batch {row['per_process_batch']}/process, {row['ms_per_step']:.1f} ms/step, "
+            print(f"{row['name']}: batch {row['per_process_batch']}/process, {row['ms_per_step']:.1f} ms/step "
+                  f"({min(row['round_ms']):.1f}-{max(row['round_ms']):.1f} over {args.rounds} rounds), "
                   f"{row['samples_per_s']:.0f} samples/s, CPU share {row['cpu_share']:.2f}", flush=True)
         for row in results.get("data_parallel", []):
             print(f"{row['kind']} on {row['devices']} GPU(s): {row['ms_per_step']:.1f} ms/step, "

@@ -213,8 +213,10 @@ def setup_distributed(timeout_s, wanted_device):
     if device.type == "cuda":
         torch.cuda.set_device(device)  # without it every process would also start a CUDA context on GPU 0
     timeout = datetime.timedelta(seconds=timeout_s)
+    bound = device if device.type == "cuda" else None  # NCCL: connect now, and barrier() knows its GPU
     if "RANK" not in os.environ:  # plain `python`: a group of one, no network needed
-        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout,
+                                device_id=bound)
     elif os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
         # A WORKAROUND for torchrun's shared store (torch 2.13; upstream: pytorch/pytorch#135712). The
         # agent of rendezvous rank 0 creates the workers' TCPStore once and hands the same one to every
@@ -237,9 +239,9 @@ def setup_distributed(timeout_s, wanted_device):
                               is_master=False, timeout=timeout)
         dist.init_process_group(backend, store=dist.PrefixStore(f"attempt_{attempt}", store),
                                 rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]),
-                                timeout=timeout)
+                                timeout=timeout, device_id=bound)
     else:  # e.g. TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: a fresh store per attempt already
-        dist.init_process_group(backend, timeout=timeout)
+        dist.init_process_group(backend, timeout=timeout, device_id=bound)
     return device
 
 

@@ -117,7 +117,8 @@ def lesson_code(cell):
     text = source(cell)
     if cell["cell_type"] != "code" or text.startswith("%%"):
         return ""
-    return "\n".join("pass" if line.lstrip().startswith(("!", "%")) else line for line in text.splitlines())
+    return "\n".join(line[:len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("!", "%")) else line
+                     for line in text.splitlines())  # a shell line inside a block keeps its indentation
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=IDS)
