@@ -18,12 +18,13 @@ from conftest import NOTEBOOKS, SCRIPTS
 SBATCH = SCRIPTS / "10_slurm.sbatch"
 TASKS = SCRIPTS / "10_slurm_tasks.sbatch"
 REQUEUE = SCRIPTS / "10_slurm_requeue.sbatch"
+SIGNALS = SCRIPTS / "10_slurm_signals.sbatch"
 ALL_SBATCH = [SBATCH, TASKS, REQUEUE]
 NODES = ["gpu-a17", "gpu-b03"]
 JOB_ID = 123456
 
 
-@pytest.mark.parametrize("script", ALL_SBATCH, ids=lambda p: p.name)
+@pytest.mark.parametrize("script", [*ALL_SBATCH, SIGNALS], ids=lambda p: p.name)
 def test_sbatch_syntax(script):
     result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
@@ -39,7 +40,7 @@ def directives(script):
     return "\n".join(lines[i] for i in found)
 
 
-@pytest.mark.parametrize("script", ALL_SBATCH, ids=lambda p: p.name)
+@pytest.mark.parametrize("script", [*ALL_SBATCH, SIGNALS], ids=lambda p: p.name)
 def test_sbatch_directives_come_before_any_command(script):
     text = directives(script)
     assert "--nodes=" in text and "--ntasks-per-node=" in text and "--time=" in text
@@ -113,11 +114,12 @@ CLEARED = ("RDZV_PORT", "NPROC_PER_NODE", "COLLECTIVE_TIMEOUT", "MASTER_ADDR", "
            "OMP_NUM_THREADS", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
 
 
-def dry_run(tmp_path, script, *args, **env):
-    """Run a batch script with the stand-ins; (srun's options, {task number: what it printed, as lines})."""
+def _dry_env(tmp_path):
+    """The environment of a dry run: stand-ins for srun, scontrol, torchrun and python first on PATH (in
+    tmp_path/bin; scontrol logs its arguments to tmp_path/scontrol.log), and the variables of a 2-node job."""
     fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "scontrol").write_text('#!/bin/sh\nprintf "%s\\n" $FAKE_NODES\n')
+    fake.mkdir(parents=True, exist_ok=True)
+    (fake / "scontrol").write_text('#!/bin/sh\necho "$*" >> "$FAKE_SCONTROL_LOG"\nprintf "%s\\n" $FAKE_NODES\n')
     (fake / "srun").write_text(FAKE_SRUN.format(python=sys.executable))
     for program in ("torchrun", "python"):
         (fake / program).write_text(FAKE_PROGRAM)
@@ -125,7 +127,14 @@ def dry_run(tmp_path, script, *args, **env):
         tool.chmod(0o755)
     base = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") and k not in CLEARED}
     base.update(PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", FAKE_NODES=" ".join(NODES),
-                SLURM_JOB_ID=str(JOB_ID), SLURM_JOB_NODELIST="gpu-a17,gpu-b03", SLURM_NNODES="2", **env)
+                FAKE_SCONTROL_LOG=str(tmp_path / "scontrol.log"),
+                SLURM_JOB_ID=str(JOB_ID), SLURM_JOB_NODELIST="gpu-a17,gpu-b03", SLURM_NNODES="2")
+    return base
+
+
+def dry_run(tmp_path, script, *args, **env):
+    """Run a batch script with the stand-ins; (srun's options, {task number: what it printed, as lines})."""
+    base = dict(_dry_env(tmp_path), **env)
     result = subprocess.run(["bash", str(script), *args], env=base, cwd=tmp_path, capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -217,6 +226,42 @@ def test_requeue_sbatch_dry_run_resumes_from_the_jobs_snapshot(tmp_path):
     assert first_line == f"job {JOB_ID}, run 1 (requeues so far), snapshots in runs/snapshot-{JOB_ID}", first_line
 
 
+def test_requeue_sbatch_requeues_its_job_when_preempted(tmp_path):
+    """After srun: "preempted" as the last event of the snapshot folder -> scontrol requeue $SLURM_JOB_ID."""
+    env = dict(SLURM_NTASKS="2", SLURM_NTASKS_PER_NODE="1", SLURM_CPUS_PER_TASK="1")
+    dry_run(tmp_path, REQUEUE, **env)  # no snapshot folder yet
+    assert "requeue" not in (tmp_path / "scontrol.log").read_text()
+    for last, requeued in (('{"event": "finish", "attempt": 0}', False), ('{"event": "preempted", "step": 6}', True)):
+        run = tmp_path / last[11:17]
+        (run / "runs" / f"snapshot-{JOB_ID}").mkdir(parents=True)
+        (run / "runs" / f"snapshot-{JOB_ID}" / "events.jsonl").write_text('{"event": "start"}\n' + last + "\n")
+        result = subprocess.run(["bash", str(REQUEUE)], cwd=run, capture_output=True, text=True, timeout=60,
+                                env=dict(_dry_env(tmp_path), **env))
+        assert result.returncode == 0, result.stdout + result.stderr
+        calls = (tmp_path / "scontrol.log").read_text().splitlines()
+        assert (f"requeue {JOB_ID}" in calls) == requeued, (last, calls)
+        assert (f"job {JOB_ID} preempted: snapshot saved, requeued" in result.stdout) == requeued, result.stdout
+
+
+def test_signals_sbatch_warns_the_batch_shell_and_lets_the_agents_handle_sigusr1(tmp_path):
+    text = directives(SIGNALS)
+    assert re.search(r"^#SBATCH --signal=B:USR1@\d+$", text, re.M), text  # the batch shell only
+    script = SIGNALS.read_text()
+    assert "trap pass_it_on USR1" in script and 'scancel --signal=USR1 "$SLURM_JOB_ID"' in script
+    assert re.search(r"^srun .*--kill-on-bad-exit=1", script, re.M) and 'wait "$srun_pid"' in script
+    options, tasks, first_line = dry_run(tmp_path, SIGNALS, "--timeout", "30", NPROC_PER_NODE="2")
+    assert "--kill-on-bad-exit=1" in options and sorted(tasks) == [0, 1], (options, tasks)
+    for lines in tasks.values():
+        args, _ = launched(lines, "torchrun")
+        assert "--signals-to-handle=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1" in args and "--nproc_per_node=2" in args
+        assert args[args.index("10_signal_report.py"):] == [
+            "10_signal_report.py", "--events", f"runs/signals-{JOB_ID}.jsonl", "--timeout", "30"], args
+    assert first_line.startswith("agents handle SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"), first_line
+    _, tasks, _ = dry_run(tmp_path / "default", SIGNALS, AGENT_SIGNALS="SIGTERM,SIGINT,SIGHUP,SIGQUIT")
+    args, _ = launched(tasks[0], "torchrun")
+    assert "--signals-to-handle=SIGTERM,SIGINT,SIGHUP,SIGQUIT" in args, args
+
+
 STUB_CLUSTER = '''"""A stand-in for tools/slurm_cluster.py on a machine where no cluster can start."""
 
 
@@ -253,7 +298,7 @@ def test_lesson_falls_back_to_the_dry_run(tmp_path):
     assert "no SLURM cluster: stand-in: slurmctld cannot start here\n" in said, said
     assert "DRY RUN with stand-ins for srun and scontrol" in said, said
     assert "--rdzv-endpoint=node01:" in said and "collective timeout 1800 s" in said, said
-    assert said.count("no cluster: nothing submitted") == 3, said  # the torchrun, tasks and requeue jobs
+    assert said.count("no cluster: nothing submitted") == 4, said  # the torchrun, tasks, signals and requeue jobs
     assert not (workdir / "runs" / "10" / "slurm").exists(), "nothing was submitted"
 
 

@@ -46,6 +46,7 @@ CASES = {
     "09_collective_bugs.py": dict(args=[], out=True),
     # --- lesson 10 ---
     "10_node_report.py": dict(args=[], out=True),
+    "10_signal_report.py": dict(args=["--timeout", "0.5", "--events", "signals.jsonl"], out=True),
     # --- lesson 11 ---
     "11_fast_ddp.py": dict(args=["--variants", "fp32,bf16,fp16,compile,bucket-view,fp16-hook,bf16-hook,powersgd",
                                  "--compile-backend", "eager", "--epochs", "1", "--dataset-size", "101", "--batch-size",
@@ -175,6 +176,8 @@ SPECIFIC_BAD = {
                             ["--snapshot-dir", "BLOCKED_OUT"], ["--signal-at-step", "0"], ["--signal-at-step", "x"],
                             ["--pause-at-step", "-1"]],
     "09_collective_bugs.py": [["--bug", "typo"]],
+    "10_signal_report.py": [[], ["--events", "BLOCKED_OUT"], ["--events", "e.jsonl", "--save", "0"],
+                            ["--events", "e.jsonl", "--save", "nan"]],
     "11_fast_ddp.py": [["--variants", "fp32,turbo"], ["--variants", "fp32,fp32"], ["--variants", ""],
                        ["--compile-backend", "no-such-backend"], ["--bucket-cap-mb", "0"], ["--powersgd-rank", "0"],
                        ["--rounds", "0"], ["--round-steps", "x"], ["--warmup-steps", "-1"], ["--accumulate", "-1"],

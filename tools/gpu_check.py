@@ -69,6 +69,7 @@ QUICK = {
     "08_elastic_train.py": (["--epochs", "2", "--dataset-size", "101"], True),
     "09_collective_bugs.py": ([], True),
     "10_node_report.py": ([], True),
+    "10_signal_report.py": (["--timeout", "0.5", "--events", "signals.jsonl"], False),  # no process group
     "11_fast_ddp.py": (["--variants", "fp32,bf16,fp16,compile,bucket-view,fp16-hook,bf16-hook,powersgd",
                         "--compile-backend", "eager", "--epochs", "1", "--dataset-size", "101", "--batch-size", "16",
                         "--rounds", "2", "--round-steps", "1", "--accumulate", "2"], True),

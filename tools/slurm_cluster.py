@@ -22,6 +22,7 @@ client_env(root) returns os.environ with it set. From Python (tools/ on sys.path
     info = slurm_cluster.start(root)                  # raises ClusterError(one-line reason)
     subprocess.run(["sbatch", "--wait", ...], env=slurm_cluster.client_env(root), timeout=...)
     slurm_cluster.requeue(job_id, root)              # scontrol requeue, and run it again now, not in 2 min
+    slurm_cluster.release(job_id, root)              # a job that requeued itself: run it again now
     slurm_cluster.stop(root)
 
 Each start is a fresh cluster (slurmctld -c: no jobs kept from the last one; job ids start at a random
@@ -256,7 +257,18 @@ JobCompType=jobcomp/none
 MailProg=/bin/true
 SlurmdTimeout=30
 InactiveLimit=0
+# Latency, tuned for a lesson that waits on short jobs; each line says what it costs a real cluster.
+# A submitted job starts at the controller's next background pass (about once a second). These remove the
+# throttles on that pass (batch jobs may wait up to 3 s by default, so that a burst of submissions is
+# scheduled at once); on a busy cluster every submission would then cost a scheduling pass.
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+# Seconds between SIGTERM and SIGKILL when a job is cancelled, requeued or reaches its time limit (default
+# 30): the time a job has to save its work. The lesson's jobs save on SIGUSR1 before that; a real job that
+# checkpoints on SIGTERM needs the full default or more.
 KillWait=5
+# No Prolog or Epilog scripts run here (a real cluster's often check or clean the node at every job, which
+# adds their run time to each job's start and end), and CompleteWait is 0 (the default): the next job
+# starts as soon as the last one's nodes are free. MessageTimeout (10 s) only delays failures.
 MinJobAge=300
 # Job ids start anywhere (not at 1 after every start): 10_slurm.sbatch derives its rendezvous port from the
 # job id, and two clusters on one machine (a lesson's and a test's) must not hand out the same ids.
@@ -506,26 +518,33 @@ def _stop(root: Path) -> list[str]:
     return stopped
 
 
-def requeue(job_id: int | str, root: str | os.PathLike = DEFAULT_ROOT, timeout: float = 30) -> None:
-    """`scontrol requeue` a batch job and make it eligible at once: SLURM holds a requeued job back for
-    about two minutes (its BeginTime), which a lesson need not wait for. ClusterError if refused or slow."""
-    def scontrol(*args: str) -> str:
-        result = subprocess.run([_program("scontrol"), *args], env=client_env(root), capture_output=True,
-                                text=True, timeout=timeout)
-        if result.returncode != 0:
-            raise ClusterError(f"scontrol {' '.join(args)} failed: {(result.stderr or result.stdout).strip()}")
-        return result.stdout
+def _scontrol(root, timeout: float, *args: str) -> str:
+    result = subprocess.run([_program("scontrol"), *args], env=client_env(root), capture_output=True, text=True,
+                            timeout=timeout)
+    if result.returncode != 0:
+        raise ClusterError(f"scontrol {' '.join(args)} failed: {(result.stderr or result.stdout).strip()}")
+    return result.stdout
 
-    scontrol("requeue", str(job_id))
+
+def requeue(job_id: int | str, root: str | os.PathLike = DEFAULT_ROOT, timeout: float = 30) -> None:
+    """`scontrol requeue` a batch job and make it eligible at once (release). ClusterError if refused or slow."""
+    _scontrol(root, timeout, "requeue", str(job_id))
+    release(job_id, root, timeout)
+
+
+def release(job_id: int | str, root: str | os.PathLike = DEFAULT_ROOT, timeout: float = 30) -> None:
+    """Start a requeued job now. SLURM holds a requeued job back until its credential has expired
+    (BeginTime = now + AuthInfo's cred_expire + 1 s, 120 s by default), which a lesson need not wait for.
+    Waits until the job is pending (its processes end first), then sets StartTime=now."""
     deadline = time.monotonic() + timeout
-    while "JobState=PENDING" not in scontrol("show", "job", str(job_id)):  # its processes are still ending
+    while "JobState=PENDING" not in _scontrol(root, timeout, "show", "job", str(job_id)):
         if time.monotonic() > deadline:
             raise ClusterError(f"job {job_id} was requeued but is not pending after {timeout:.0f} s")
-        time.sleep(0.25)
+        time.sleep(0.1)
     # slurmd revoked the job's credential as the run ended and refuses a new start from that same second
     # ("Job credential revoked": it counts whole seconds). The run has ended by now: let this second pass.
-    time.sleep(math.floor(time.time()) + 1.2 - time.time())
-    scontrol("update", f"JobId={job_id}", "StartTime=now")
+    time.sleep(max(0.0, math.floor(time.time()) + 1.2 - time.time()))
+    _scontrol(root, timeout, "update", f"JobId={job_id}", "StartTime=now")
 
 
 def main(argv: list[str] | None = None) -> int:
