@@ -21,8 +21,9 @@ one: the last line of events.jsonl ("preempted" or "finish"), and --out, written
 Who gets the signal: started by `srun` directly (one task per process, RANK / LOCAL_RANK / WORLD_SIZE set
 from SLURM_PROCID / SLURM_LOCALID / SLURM_NTASKS, MASTER_ADDR / MASTER_PORT: lesson 10) every process
 gets it. torchrun's agent (torch 2.13) handles only --signals-to-handle (default
-SIGTERM,SIGINT,SIGHUP,SIGQUIT): a SIGUSR1 kills the agent by default and never reaches the workers (they
-run in sessions of their own). With --signals-to-handle=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1 the agent
+SIGTERM,SIGINT,SIGHUP,SIGQUIT): a SIGUSR1 sent to the agent alone kills it by default and does not reach
+the workers (they run in sessions of their own); a cluster may signal every process of the step
+(lesson 10). With --signals-to-handle=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1 the agent
 sends it on to every worker and waits up to --shutdown-timeout (30 s) for them; they save and exit 0, and
 torchrun itself then exits non-zero (SignalException).
 
@@ -227,13 +228,13 @@ def setup_distributed(timeout_s, wanted_device):
         # same restarts: on one node, or where every node's workers fail together. The count is each agent's
         # own (failures only), and an agent whose workers are healthy re-joins without counting (for a
         # new node, or after another node's failure: agent/server/api.py, _invoke_run), so across nodes
-        # the prefixes can differ and the group never forms (lesson 08 shows it). With several nodes,
+        # the prefixes can differ and the group does not form (lesson 08, at a restart). With several nodes,
         # launch with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: a fresh store per attempt (the `else` below).
         attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
         if int(os.environ.get("GROUP_WORLD_SIZE", 1)) > 1 and os.environ["RANK"] == "0":
             print(f"{Path(sys.argv[0]).name}: warning: {os.environ['GROUP_WORLD_SIZE']} nodes on torchrun's shared "
                   "store, keys per attempt from TORCHELASTIC_RESTART_COUNT, which each node counts on its own: "
-                  "after a restart the group may never form; launch with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 "
+                  "after a restart the group may not form; launch with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 "
                   "(pytorch/pytorch#135712)", file=sys.stderr, flush=True)
         store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
                               is_master=False, timeout=timeout)
