@@ -9,7 +9,9 @@
 #   make clean-notebooks  strip outputs and widget state saved from JupyterLab (commit lessons clean)
 #
 # Options: NPROC=4 (processes per launch), PARAMS="epochs=3 seed=1" (any lesson parameter),
-#          FORCE=1 (re-execute even when cached), TORCH_SPEC=torch (e.g. a CUDA build).
+#          FORCE=1 (re-execute even when cached), TORCH_SPEC=torch==2.15.0 (another torch: every target
+#          installs it when the installed torch does not satisfy it, tools/torch_spec.py; a bare
+#          TORCH_SPEC=torch installs the newest). Pass it on every call, or export it.
 
 PYTHON     ?= python3
 VENV       ?= .venv
@@ -23,27 +25,27 @@ RUNNER_ARGS := $(if $(NPROC),-p nproc_per_node=$(NPROC)) $(foreach p,$(PARAMS),-
 
 .PHONY: handouts test lab bench soak gpu-check clean-notebooks clean env
 
-handouts: $(READY)
+handouts: env
 	$(BIN)/python tools/slurm_cluster.py install
 	$(BIN)/python tools/series.py build $(RUNNER_ARGS)
 
-test: $(READY)
+test: env
 	$(BIN)/python tools/ensure_browser.py
 	$(BIN)/python tools/slurm_cluster.py install
 	rm -rf build/test
 	$(BIN)/python -m pytest
 
-lab: $(READY)
+lab: env
 	cd notebooks && $(BIN)/jupyter lab
 
 # Measurements, then lesson 07 with its timing claims asserted (check_timings=True): run it on a quiet
 # machine. make test and make handouts never assert on wall-clock time.
-bench: $(READY)
+bench: env
 	$(BIN)/python tools/bench.py $(if $(NPROC),--nproc $(NPROC))
 	$(BIN)/python tools/series.py build --only 07 --force --out build/bench/lesson -p check_timings=True $(RUNNER_ARGS)
 
 # 50 launches in a row of every script: an unclean exit that happens 1 time in 10 shows up here.
-soak: $(READY)
+soak: env
 	$(BIN)/python tools/soak.py --runs 50
 
 # Every script and lesson on this machine's GPUs, with NCCL (tools/gpu_check.py; without CUDA it says so
@@ -69,13 +71,19 @@ gpu-check:
 clean-notebooks:
 	$(PYTHON) tools/clean_notebooks.py
 
-env: $(READY)
+# The torch that TORCH_SPEC names, checked on every call (a fraction of a second when it is there
+# already): reinstalled when the installed torch does not satisfy it, or one line says why not.
+TORCH_SPEC_CHECK = $(BIN)/python tools/torch_spec.py --retry 'make $(or $(MAKECMDGOALS),handouts)' '$(TORCH_SPEC)'
 
-# The environment: a venv with CPU torch first (so the range in requirements.txt is already met
-# and pip does not fetch a multi-GB CUDA build), then everything else, pinned.
+env: $(READY)
+	@$(TORCH_SPEC_CHECK)
+
+# The environment: a venv with TORCH_SPEC's torch first (the CPU build 2.13.0 by default, so the
+# range in requirements.txt is already met and pip does not fetch a multi-GB CUDA build), then
+# everything else, pinned.
 $(READY): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check '$(TORCH_SPEC)'
+	$(TORCH_SPEC_CHECK)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
 	touch $@
 
