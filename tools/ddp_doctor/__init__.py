@@ -1,0 +1,34 @@
+"""The DDP doctor: finds the classic mistakes of a DistributedDataParallel training script by reading it.
+
+    python tools/ddp_doctor.py train.py                # one finding a line, then a summary
+    python tools/ddp_doctor.py ddp_scripts notebooks   # folders: every .py file and every notebook in them
+    python tools/ddp_doctor.py --explain DDP011        # why a rule exists, its fix, the lesson that teaches it
+    python tools/ddp_doctor.py --list                  # every rule, one a line
+    python tools/ddp_doctor.py --format json train.py  # for editors and CI
+
+It never imports or runs what it checks (pure `ast`, no torch): a script with a hang or a GPU in it
+is checked in milliseconds on a laptop. Each finding is printed the way linters print theirs,
+`path:line:col: DDP### message`; in a notebook the place is `path.ipynb:cell N:line:col`, where N is
+the cell's index in the notebook (0 = the first cell) and line counts from the cell's first line.
+A notebook's code cells are read as one program, in order (lines starting with `!` or `%` and
+other `%%` cells are skipped); a `%%writefile x.py` cell is read as the file it writes, on its own.
+
+Exit code 0 when nothing was found, 1 when something was (a file that does not parse is reported as
+DDP000 and counts), 2 on bad usage (no such file, a bad flag, an unknown code for --explain).
+
+A lesson may keep a bug on purpose: `# ddp-doctor: ignore[DDP011] why` (several codes: `ignore[DDP005,DDP006]`)
+on the finding's line, on the first line of its statement, or alone on the line just above that
+statement silences it; the summary counts it as suppressed, and --show-suppressed prints it.
+
+The rules prefer saying nothing to guessing: where a reader of the code cannot be sure (a loader
+passed in as an argument, a function called from nowhere in the file), a rule stays silent, and
+--explain says where a rule is conservative.
+
+Written for notebooks/14_ddp_doctor.ipynb, which teaches it.
+"""
+
+from .driver import Finding, check_file, check_source, explain, files_under, main, message
+from .rules import RULE_FUNCTIONS, RULES
+
+__all__ = ["RULES", "RULE_FUNCTIONS", "Finding", "check_file", "check_source", "explain", "files_under", "main",
+           "message"]
