@@ -3,12 +3,47 @@
 
 import ast
 import re
+from collections import deque
 
 COLLECTIVES = {"all_reduce", "barrier", "broadcast", "all_gather", "all_gather_into_tensor", "all_gather_object",
                "reduce", "gather", "gather_object", "scatter", "scatter_object_list", "reduce_scatter",
                "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "broadcast_object_list",
                "monitored_barrier"}
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+SCOPE_TYPES = frozenset(SCOPES)
+BLOCKS = frozenset({"body", "orelse", "finalbody"})  # the fields that hold lists of statements
+LOG_NAMES = ("print", "info", "warning", "debug", "error", "log")  # the last names is_log_call accepts
+_CHILD_FIELDS = {}
+
+
+def child_fields(kind):
+    """The fields of a node type that may hold child nodes, in order: not those that hold names, numbers or
+    constants, nor an expression's context (Load, Store) or operator (Add, Not, Eq), which are shared objects
+    no rule looks up by position."""
+    if kind not in _CHILD_FIELDS:
+        skipped = NOT_CHILDREN | ({"value"} if kind in (ast.Constant, ast.MatchSingleton) else set()) | (
+            {"names"} if kind in (ast.Global, ast.Nonlocal) else set())
+        _CHILD_FIELDS[kind] = tuple(f for f in getattr(kind, "_fields", ()) if f not in skipped)
+    return _CHILD_FIELDS[kind]
+
+
+NOT_CHILDREN = {"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind", "type_comment",
+                "conversion", "is_async", "simple", "kwd_attrs", "rest", "lineno", "tag", "asname"}
+
+
+def walk(node):
+    """Every node under node, breadth first, as ast.walk gives them, without the shared context and operator
+    objects (see child_fields): the same order, in about half the time, since every rule walks."""
+    todo = deque([node])
+    while todo:
+        node = todo.popleft()
+        for field in _CHILD_FIELDS.get(type(node)) or child_fields(type(node)):
+            value = getattr(node, field, None)
+            if type(value) is list:
+                todo.extend(v for v in value if isinstance(v, ast.AST))
+            elif value is not None:
+                todo.append(value)
+        yield node
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -47,16 +82,16 @@ def is_const(node, value):
 
 
 def calls_in(node):
-    return [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+    return [n for n in walk(node) if isinstance(n, ast.Call)]
 
 
 def names_in(node):
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return {n.id for n in walk(node) if isinstance(n, ast.Name)}
 
 
 def text_mentions(node, pattern):
     """Whether a name, attribute or string constant inside node matches pattern."""
-    for n in ast.walk(node):
+    for n in walk(node):
         word = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else (
             n.value if isinstance(n, ast.Constant) and isinstance(n.value, str) else None)
         if word is not None and pattern.search(word):
@@ -69,8 +104,8 @@ RANKISH = re.compile(r"rank|is_main|main_process|is_master|master_process", re.I
 
 def is_global_rank_expr(node):
     """get_rank() / dist.get_rank() / int(os.environ['RANK']) / os.environ.get('RANK')."""
-    if isinstance(node, ast.Call) and dotted(node.func) in ("int",) and node.args:
-        return is_global_rank_expr(node.args[0])
+    while isinstance(node, ast.Call) and dotted(node.func) in ("int",) and node.args:  # a loop: no recursion
+        node = node.args[0]
     if isinstance(node, ast.Call) and last_name(node) == "get_rank" and not node.args:
         return True
     if isinstance(node, ast.Subscript) and dotted(node.value).endswith("environ"):
@@ -87,11 +122,22 @@ def asks_how_launched(node):
 
 
 def is_rank_test(node, aliases=frozenset()):
-    """A test that only some ranks pass: `rank == 0`, `dist.get_rank() != 0`, `is_main`, `not is_main_process()`."""
-    if isinstance(node, ast.BoolOp):
-        return any(is_rank_test(v, aliases) for v in node.values)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return is_rank_test(node.operand, aliases)
+    """A test that only some ranks pass: `rank == 0`, `dist.get_rank() != 0`, `is_main`, `not is_main_process()`.
+    `and`, `or` and `not` are looked through with a stack, not by recursion (a test may be nested deeply)."""
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.BoolOp):
+            todo.extend(node.values)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            todo.append(node.operand)
+        elif is_simple_rank_test(node, aliases):
+            return True
+    return False
+
+
+def is_simple_rank_test(node, aliases):
+    """is_rank_test for a test that is not an `and`, `or` or `not`."""
     if isinstance(node, ast.Compare):
         if asks_how_launched(node):
             return False
@@ -108,15 +154,27 @@ def mentions_rank(node, aliases=frozenset()):
     rank-like name or by a name the file assigned from a rank (aliases: self.gpu_id = LOCAL_RANK ...)."""
     if asks_how_launched(node):
         return False
-    return text_mentions(node, RANKISH) or any(dotted(n) in aliases for n in ast.walk(node)
+    return text_mentions(node, RANKISH) or any(dotted(n) in aliases for n in walk(node)
                                                  if isinstance(n, (ast.Name, ast.Attribute)))
+
+
+def unparse(node):
+    """The source text of an expression, as ast.unparse writes it; for an expression nested too deeply for
+    ast.unparse (which recurses), the names, attributes and strings it holds, in order."""
+    try:
+        return ast.unparse(node)
+    except RecursionError:
+        words = [n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else n.value
+                 for n in walk(node) if isinstance(n, (ast.Name, ast.Attribute)) or
+                 (isinstance(n, ast.Constant) and isinstance(n.value, str))]
+        return " ".join(words)
 
 
 def is_any_rank_expr(node):
     """An expression that reads a rank: get_rank(), get_node_local_rank(), RANK / LOCAL_RANK from the environment."""
     return any((isinstance(n, ast.Call) and re.search(r"get_(node_)?(local_)?rank", last_name(n))) or
                (isinstance(n, ast.Constant) and n.value in ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID"))
-               for n in ast.walk(node))
+               for n in walk(node))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -128,37 +186,97 @@ class Module:
         self.tree = tree
         self._assignments, self._bound, self._guarded = {}, {}, {}
         self.parent, self.nodes, self.scope_of, self._scope_nodes = {}, [], {}, {tree: []}
+        self.position = {}  # statement -> (field of its parent that holds it, index there)
+        self._first_exit = {}  # (block, field) -> index of the first `if <rank test>: return` there
+        self.by_type = {}  # node type -> its nodes, in the order of self.nodes
+        nodes, parent, scope_of, position, by_type = self.nodes, self.parent, self.scope_of, self.position, self.by_type
         todo = [(tree, None)]  # one walk: every node, its parent, and the function it belongs to
         while todo:
             node, scope = todo.pop()
-            self.nodes.append(node)
-            inner = node if isinstance(node, SCOPES) else scope
+            nodes.append(node)
+            kind = type(node)
+            by_type.setdefault(kind, []).append(node)
+            inner = node if kind in SCOPE_TYPES else scope
             if inner is node:
                 self._scope_nodes[node] = []
-            for child in ast.iter_child_nodes(node):
-                self.parent[child] = node
-                self.scope_of[child] = inner
-                self._scope_nodes[inner or tree].append(child)
-                todo.append((child, inner))
+            here = self._scope_nodes[inner or tree]
+            for field in _CHILD_FIELDS.get(kind) or child_fields(kind):  # in ast.iter_child_nodes' order
+                value = getattr(node, field, None)
+                if type(value) is list:
+                    for index, child in enumerate(value):
+                        if isinstance(child, ast.AST):
+                            parent[child] = node
+                            scope_of[child] = inner
+                            here.append(child)
+                            todo.append((child, inner))
+                            if field in BLOCKS:
+                                position[child] = (field, index)
+                elif value is not None:
+                    parent[value] = node
+                    scope_of[value] = inner
+                    here.append(value)
+                    todo.append((value, inner))
         self.functions = {}  # name -> [FunctionDef] (methods too, by their name)
-        for node in self.nodes:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions.setdefault(node.name, []).append(node)
-        self.calls = [n for n in self.nodes if isinstance(n, ast.Call)]
-        self.call_names = {last_name(c) for c in self.calls}
+        for node in self.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
+            self.functions.setdefault(node.name, []).append(node)
+        self.calls = self.of_type(ast.Call)
+        self.calls_named = {}  # last name of the function called -> its calls ('save' for torch.save(...))
+        for call in self.calls:
+            self.calls_named.setdefault(last_name(call), []).append(call)
+        self.call_names = set(self.calls_named)
+        self.log_calls = [c for c in self.named_calls(*LOG_NAMES) if is_log_call(c)]  # print(), logger.info() ...
         self.uses_ddp = bool(self.call_names & {"DistributedDataParallel", "DDP"})
         self.joins_group = "init_process_group" in self.call_names
         self.is_distributed = self.uses_ddp or self.joins_group
+        self._mentions, self._reading_rank = {}, None
         self.rank_aliases = frozenset(name for scope in [None, *self.functions_flat()]
-                                      for name, value in self.assignments(scope) if is_any_rank_expr(value))
+                                      for name, value in self.assignments(scope) if self.reads_rank(value))
         self.unguarded_functions = self._unguarded_functions()
         self.collective_functions = self._collective_functions()
+
+    def of_type(self, *kinds, ordered=False):
+        """The nodes of these types: type by type, or (ordered) in the order of self.nodes."""
+        if len(kinds) == 1:
+            return self.by_type.get(kinds[0], [])
+        found = [n for kind in kinds for n in self.by_type.get(kind, [])]
+        if ordered:
+            found.sort(key=self.order().__getitem__)
+        return found
+
+    def order(self):
+        """node -> its index in self.nodes (computed once, when a rule needs it)."""
+        if not hasattr(self, "_order"):
+            self._order = {node: i for i, node in enumerate(self.nodes)}
+        return self._order
+
+    def named_calls(self, *names):
+        """The calls of functions with these last names (torch.save(...) is named 'save'), name by name."""
+        return [c for name in dict.fromkeys(names) for c in self.calls_named.get(name, [])]
 
     def functions_flat(self):
         return [d for defs in self.functions.values() for d in defs]
 
     def mentions_rank(self, test):
-        return mentions_rank(test, self.rank_aliases)
+        """mentions_rank with this file's aliases, computed once per node (many calls share one test)."""
+        if test not in self._mentions:
+            self._mentions[test] = mentions_rank(test, self.rank_aliases)
+        return self._mentions[test]
+
+    def reads_rank(self, node):
+        """is_any_rank_expr(node), answered from one pass over the file: the nodes that read a rank and
+        everything above them, so that asking for every assigned value is linear."""
+        if self._reading_rank is None:
+            self._reading_rank = set()
+            sources = [c for name in self.call_names if re.search(r"get_(node_)?(local_)?rank", name)
+                       for c in self.calls_named[name]]
+            sources += [n for n in self.of_type(ast.Constant)
+                        if n.value in ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID")]
+            for source in sources:
+                node_up = source
+                while node_up is not None and node_up not in self._reading_rank:
+                    self._reading_rank.add(node_up)
+                    node_up = self.parent.get(node_up)
+        return node in self._reading_rank
 
     # where a node sits
     def ancestors(self, node):
@@ -214,17 +332,24 @@ class Module:
         for a in [stmt, *self.ancestors(stmt)]:
             if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
                 break
-            block = self.parent.get(a)
-            for field in ("body", "orelse", "finalbody"):
-                siblings = getattr(block, field, None)
-                if isinstance(siblings, list) and a in siblings:
-                    for earlier in siblings[:siblings.index(a)]:
-                        if isinstance(earlier, ast.If) and self.mentions_rank(earlier.test) and any(
-                                isinstance(s, (ast.Return, ast.Continue, ast.Raise)) or
-                                (isinstance(s, ast.Expr) and last_name(s.value) in ("exit", "_exit"))
-                                for s in earlier.body):
-                            return True
+            if a in self.position:
+                field, index = self.position[a]
+                if self.first_rank_exit(self.parent[a], field) < index:
+                    return True
         return False
+
+    def first_rank_exit(self, block, field):
+        """The index of the first `if <rank test>: return` (or continue, raise, exit()) in one list of
+        statements, len(list) if none: computed once per list, so that asking for every statement is linear."""
+        key = (block, field)
+        if key not in self._first_exit:
+            siblings = getattr(block, field)
+            self._first_exit[key] = next(
+                (i for i, s in enumerate(siblings) if isinstance(s, ast.If) and self.mentions_rank(s.test) and any(
+                    isinstance(b, (ast.Return, ast.Continue, ast.Raise)) or
+                    (isinstance(b, ast.Expr) and last_name(b.value) in ("exit", "_exit")) for b in s.body)),
+                len(siblings))
+        return self._first_exit[key]
 
     def _unguarded_functions(self):
         """Functions that some rank-unguarded path of the file calls. A function the file never calls is
@@ -234,16 +359,18 @@ class Module:
         unguarded = {a.id for c in self.calls if last_name(c) in ("spawn", "start_processes", "Process")
                      for a in [*c.args, *(k.value for k in c.keywords)]  # mp.spawn(train, ...): every rank
                      if isinstance(a, ast.Name) and a.id in self.functions} - decorated
-        changed = True
-        while changed:
-            changed = False
-            for call in self.calls:
+        calls_from = {}  # name of the calling scope (None: module level) -> calls of this file's functions
+        for call in self.calls:
+            if last_name(call) in self.functions:
+                scope = self.scope(call)
+                calls_from.setdefault(None if scope is None else getattr(scope, "name", ""), []).append(call)
+        todo = [None, *unguarded]  # a worklist: each caller's calls are read once
+        while todo:
+            for call in calls_from.get(todo.pop(), []):
                 name = last_name(call)
-                if name in self.functions and name not in unguarded | decorated and not self.locally_guarded(call):
-                    scope = self.scope(call)
-                    if scope is None or getattr(scope, "name", None) in unguarded:
-                        unguarded.add(name)
-                        changed = True
+                if name not in unguarded and name not in decorated and not self.locally_guarded(call):
+                    unguarded.add(name)
+                    todo.append(name)
         return unguarded
 
     def guarded(self, node):
@@ -257,14 +384,16 @@ class Module:
         called = {name: [c for d in defs for c in self.scope_nodes(d) if isinstance(c, ast.Call)]
                   for name, defs in self.functions.items()}
         found = {name for name, calls in called.items() if any(self.is_collective(c) for c in calls)}
-        callees = {name: {last_name(c) for c in calls} for name, calls in called.items()}
-        changed = True
-        while changed:
-            changed = False
-            for name in callees:
-                if name not in found and callees[name] & found:
+        callers = {}  # callee name -> names of the functions that call it
+        for name, calls in called.items():
+            for c in calls:
+                callers.setdefault(last_name(c), set()).add(name)
+        todo = list(found)  # a worklist over the callers: linear in the calls
+        while todo:
+            for name in callers.get(todo.pop(), ()):
+                if name not in found:
                     found.add(name)
-                    changed = True
+                    todo.append(name)
         return found
 
     @staticmethod
@@ -288,7 +417,14 @@ class Module:
         return names if before is None else {n: v for n, v in names.items() if v.lineno < before.lineno}
 
     def epoch_loops(self):
-        return [n for n in self.nodes if isinstance(n, (ast.For, ast.AsyncFor)) and is_epoch_loop(n)]
+        if not hasattr(self, "_epoch_loops"):
+            self._epoch_loops = [n for n in self.of_type(ast.For, ast.AsyncFor, ordered=True) if is_epoch_loop(n)]
+        return self._epoch_loops
+
+    def is_epoch_loop(self, loop):
+        if not hasattr(self, "_epoch_loop_set"):
+            self._epoch_loop_set = set(self.epoch_loops())
+        return loop in self._epoch_loop_set
 
 
 def pairs(target, value):

@@ -25,3 +25,20 @@ def codes_of(rule):
 
 RULE_FUNCTIONS = sorted((f for family in FAMILIES for name, f in vars(family).items()
                          if name.startswith("rule_") and callable(f)), key=lambda f: codes_of(f)[0])
+
+LEVEL_NAMES = ("error", "warning", "advice")  # errors: a hang, a crash, a wrong result or lost work;
+# warnings: likely wrong; advice: portability, style, speed. By default the doctor reports errors and warnings.
+LEVEL_LINE = re.compile(r"^\s*(Error|Warning|Advice): (\S.*)$", re.M)
+
+
+def level_of(rule):
+    """A rule's level, from the line of its docstring that gives it with its reason ("Error: a hang ...")."""
+    lines = LEVEL_LINE.findall(rule.__doc__)
+    if len(lines) != 1:
+        raise ValueError(f"{rule.__name__}: its docstring needs one line 'Error|Warning|Advice: why'")
+    return lines[0][0].lower()
+
+
+LEVELS = {"DDP000": "error", **{code: level_of(rule) for rule in RULE_FUNCTIONS for code in codes_of(rule)}}
+LEVELS = {code: LEVELS[code] for code in RULES}  # in code order
+DEFAULT_LEVELS = ("error", "warning")

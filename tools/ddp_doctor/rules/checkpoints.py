@@ -6,7 +6,7 @@ code -> (name, message, why, fix, lesson)."""
 import ast
 import re
 
-from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions
+from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions, unparse
 
 RULES = {
     "DDP005": ("unguarded-save", "torch.save() runs on every rank: guard it with `if rank == 0:`",
@@ -56,10 +56,13 @@ RULES = {
 
 
 def rule_unguarded_save(m):
-    """DDP005: torch.save on every rank of a DDP script."""
+    """DDP005: torch.save on every rank of a DDP script.
+
+    Warning: likely wrong: N processes writing one file can leave it mixed or cut short.
+    """
     if not m.is_distributed:
         return
-    for call in m.calls:
+    for call in m.named_calls("save"):
         if dotted(call.func) == "torch.save" and not m.guarded(call) and not m.mentions_rank(call):
             yield call, "DDP005", ""  # (a path that names the rank is a file per rank, on purpose)
 
@@ -68,10 +71,14 @@ CHECKPOINTISH = re.compile(r"state|checkpoint|ckpt|snapshot", re.I)
 
 
 def rule_non_atomic_checkpoint(m):
-    """DDP007: torch.save of a checkpoint in a function that renames nothing, in a DDP script."""
+    """DDP007: torch.save of a checkpoint in a function that renames nothing, in a DDP script.
+
+    Advice: robustness: a checkpoint is lost only if the job dies during the write.
+    """
     if not m.is_distributed:
         return
-    for call in m.calls:
+    renames_in = {}  # scope -> whether it renames a file: read once per scope
+    for call in m.named_calls("save"):
         if dotted(call.func) != "torch.save" or len(call.args) < 1:
             continue
         obj = call.args[0]
@@ -80,43 +87,62 @@ def rule_non_atomic_checkpoint(m):
         if not looks:
             continue
         target = call.args[1] if len(call.args) > 1 else keyword(call, "f")
-        if target is not None and re.search(r"BytesIO|tmp|temp|partial", ast.unparse(target), re.I):
+        if target is not None and re.search(r"BytesIO|tmp|temp|partial", unparse(target), re.I):
             continue  # a buffer, or a temporary file that some other line renames
         scope = m.scope(call)
-        nodes = m.scope_nodes(scope)
-        renames = [n for n in nodes if isinstance(n, ast.Call) and last_name(n) in ("replace", "rename")
-                   and (dotted(n.func).startswith("os.") or len(n.args) == 1)]
+        if scope not in renames_in:
+            renames_in[scope] = any(isinstance(n, ast.Call) and last_name(n) in ("replace", "rename")
+                                    and (dotted(n.func).startswith("os.") or len(n.args) == 1)
+                                    for n in m.scope_nodes(scope))
+        renames = renames_in[scope]
         if target is not None and isinstance(target, ast.Name):
-            buffers = m.bound_to(scope, lambda v: "BytesIO" in ast.unparse(v))
+            buffers = m.bound_to(scope, lambda v: "BytesIO" in unparse(v))
             if target.id in buffers:
                 continue
         if not renames:
             yield call, "DDP007", ""
 
 
-def rule_torch_load(m):
-    """DDP008 (no map_location, in a DDP script) and DDP009 (weights_only=False)."""
-    for call in m.calls:
-        if dotted(call.func) not in ("torch.load",):
-            continue
-        if any(k.arg is None for k in call.keywords):
-            continue  # **kwargs: cannot say
-        if is_const(keyword(call, "weights_only"), False):
-            yield keyword(call, "weights_only"), "DDP009", ""
+def torch_loads(m):
+    """torch.load calls whose keywords can be read (no **kwargs)."""
+    return [call for call in m.named_calls("load") if dotted(call.func) == "torch.load" and
+            not any(k.arg is None for k in call.keywords)]
+
+
+def rule_load_without_map_location(m):
+    """DDP008: torch.load() without map_location, in a DDP script.
+
+    Warning: likely wrong: every rank's copy lands on the GPU it was saved from (GPU 0).
+    """
+    for call in torch_loads(m):
         if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2:
             yield call, "DDP008", ""
 
 
+def rule_load_weights_only_false(m):
+    """DDP009: torch.load(..., weights_only=False).
+
+    Warning: likely wrong: unpickling can run code from the file; needed only for pickled objects.
+    """
+    for call in torch_loads(m):
+        if is_const(keyword(call, "weights_only"), False):
+            yield keyword(call, "weights_only"), "DDP009", ""
+
+
 def rule_saved_module_prefix(m):
-    """DDP010: torch.save of ddp_model.state_dict()."""
-    for save in m.calls:
+    """DDP010: torch.save of ddp_model.state_dict().
+
+    Warning: likely wrong: the file cannot be loaded without DDP until its keys are renamed.
+    """
+    for save in m.named_calls("save"):
         if dotted(save.func) != "torch.save" or not save.args:
             continue
         scope = m.scope(save)
         ddp = m.ddp_names(scope, before=save)
         saved = [save.args[0]]
         if isinstance(save.args[0], ast.Name):  # state = {...}; torch.save(state, path)
-            saved += [v for name, v in m.bound_to(scope, lambda v: True).items() if name == save.args[0].id]
+            values = m.bound_to(scope, lambda v: True)
+            saved += [values[save.args[0].id]] if save.args[0].id in values else []
         for expr in saved:
             for c in calls_in(expr):
                 if last_name(c) == "state_dict" and isinstance(c.func, ast.Attribute) and \
@@ -126,7 +152,10 @@ def rule_saved_module_prefix(m):
 
 def rule_resume_repeats_epoch(m):
     """DDP020: the file stores the epoch loop's variable as it is (the finished epoch), and starts a
-    range() at a value read from a checkpoint's epoch entry as it is (no + 1)."""
+    range() at a value read from a checkpoint's epoch entry as it is (no + 1).
+
+    Error: a wrong result: an epoch is trained twice after every resume.
+    """
     epochish = re.compile("epoch", re.I)
     loop_vars = {dotted(loop.target) for loop in m.epoch_loops()} - {""}
 
@@ -137,7 +166,7 @@ def rule_resume_repeats_epoch(m):
         return isinstance(value, ast.Name) and value.id in loop_vars
 
     stored = set()  # the keys under which the finished epoch is stored
-    for node in m.nodes:
+    for node in m.of_type(ast.Dict, ast.Call, ast.Assign):
         if isinstance(node, ast.Dict):
             stored |= {k.value for k, v in zip(node.keys, node.values) if epoch_key(k) and finished_epoch(v)}
         elif isinstance(node, ast.Call) and dotted(node.func) == "dict":

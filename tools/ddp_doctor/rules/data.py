@@ -44,11 +44,14 @@ RULES = {
 
 
 def distributed_samplers(m):
-    return [c for c in m.calls if last_name(c) == "DistributedSampler"]
+    return m.named_calls("DistributedSampler")
 
 
 def rule_sampler_without_set_epoch(m):
-    """DDP002: a shuffling DistributedSampler, an epoch loop, and no set_epoch anywhere."""
+    """DDP002: a shuffling DistributedSampler, an epoch loop, and no set_epoch anywhere.
+
+    Error: a wrong result: every epoch visits the data in the same order.
+    """
     if "set_epoch" in m.call_names or not m.epoch_loops():
         return
     evalish = re.compile(r"val|test|eval", re.I)
@@ -59,21 +62,25 @@ def rule_sampler_without_set_epoch(m):
 
 
 def rule_shuffle_with_sampler(m):
-    """DDP003: DataLoader(..., sampler=..., shuffle=True)."""
-    for call in m.calls:
-        if last_name(call) == "DataLoader" and is_const(keyword(call, "shuffle"), True):
+    """DDP003: DataLoader(..., sampler=..., shuffle=True).
+
+    Error: a crash: DataLoader refuses a sampler with shuffle=True.
+    """
+    for call in m.named_calls("DataLoader"):
+        if is_const(keyword(call, "shuffle"), True):
             sampler = keyword(call, "sampler")
             if sampler is not None and not is_const(sampler, None):
                 yield keyword(call, "shuffle"), "DDP003", ""
 
 
 def rule_ddp_loader_without_sampler(m):
-    """DDP004: in a DDP file, the loader a backward() loop iterates has no sampler."""
+    """DDP004: in a DDP file, the loader a backward() loop iterates has no sampler.
+
+    Error: a wrong result: every rank trains on the whole dataset, N times the work per epoch.
+    """
     if not m.uses_ddp:
         return
-    for loop in m.nodes:
-        if not isinstance(loop, (ast.For, ast.AsyncFor)) or "backward" not in {last_name(c) for c in calls_in(loop)}:
-            continue
+    for loop in m.of_type(ast.For, ast.AsyncFor):
         it = loop.iter.args[0] if isinstance(loop.iter, ast.Call) and last_name(loop.iter) == "enumerate" \
             and loop.iter.args else loop.iter
         if not isinstance(it, ast.Name):
@@ -81,6 +88,8 @@ def rule_ddp_loader_without_sampler(m):
         loaders = m.bound_to(m.scope(loop), lambda v: isinstance(v, ast.Call) and last_name(v) == "DataLoader")
         call = loaders.get(it.id)
         if call is None or keyword(call, "sampler") is not None or keyword(call, "batch_sampler") is not None:
+            continue
+        if "backward" not in {last_name(c) for c in calls_in(loop)}:  # last: it reads the whole loop
             continue
         if any(k.arg is None for k in call.keywords) or text_mentions(call, re.compile(r"rank|world", re.I)):
             continue
@@ -103,13 +112,16 @@ def map_style_dataset(m, made):
     name = last_name(made)
     if name in MAP_STYLE:
         return True
-    classes = [n for n in m.nodes if isinstance(n, ast.ClassDef) and n.name == name]
+    classes = [n for n in m.of_type(ast.ClassDef) if n.name == name]
     methods = {f.name for c in classes for f in c.body if isinstance(f, ast.FunctionDef)}
     return bool(classes) and "__getitem__" in methods and "__iter__" not in methods
 
 
 def rule_padded_evaluation(m):
-    """DDP018: DistributedSampler(val_set) with padding, in a function that gathers nothing."""
+    """DDP018: DistributedSampler(val_set) with padding, in a function that gathers nothing.
+
+    Warning: likely wrong: the metric counts some samples twice (close, not exact).
+    """
     evalish = re.compile(r"val|test|eval|valid", re.I)
     for call in distributed_samplers(m):
         data = call.args[0] if call.args else keyword(call, "dataset")

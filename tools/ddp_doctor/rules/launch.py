@@ -6,7 +6,7 @@ code -> (name, message, why, fix, lesson)."""
 import ast
 import re
 
-from ..program import dotted, is_const, is_global_rank_expr, keyword, last_name, text_mentions
+from ..program import dotted, is_const, is_global_rank_expr, keyword, last_name, text_mentions, unparse
 
 RULES = {
     "DDP001": ("global-rank-as-device", "{detail} is the global rank (get_rank() / RANK), used as a device index: "
@@ -64,28 +64,30 @@ def device_indices(call):
 
 
 def rule_global_rank_as_device(m):
-    """DDP001: a global rank used as a device index."""
+    """DDP001: a global rank used as a device index.
+
+    Error: a crash ('invalid device ordinal') or two processes on one GPU, on any machine after the first.
+    """
     for call in m.calls:
-        global_ranks = m.bound_to(m.scope(call), is_global_rank_expr)
         for index in device_indices(call):
-            if is_global_rank(index, global_ranks):
-                yield index, "DDP001", ast.unparse(index)
-    for node in m.nodes:  # f"cuda:{rank}"
-        if isinstance(node, ast.JoinedStr):
-            for before, value in zip(node.values, node.values[1:]):
-                if isinstance(before, ast.Constant) and str(before.value).endswith("cuda:") and \
-                        isinstance(value, ast.FormattedValue) and \
-                        is_global_rank(value.value, m.bound_to(m.scope(node), is_global_rank_expr)):
-                    yield value.value, "DDP001", ast.unparse(value.value)
+            if is_global_rank(index, m.bound_to(m.scope(call), is_global_rank_expr)):
+                yield index, "DDP001", unparse(index)
+    for node in m.of_type(ast.JoinedStr):  # f"cuda:{rank}"
+        for before, value in zip(node.values, node.values[1:]):
+            if isinstance(before, ast.Constant) and str(before.value).endswith("cuda:") and \
+                    isinstance(value, ast.FormattedValue) and \
+                    is_global_rank(value.value, m.bound_to(m.scope(node), is_global_rank_expr)):
+                yield value.value, "DDP001", unparse(value.value)
 
 
 def rule_nccl_hard_coded(m):
-    """DDP012: init_process_group("nccl") with no CPU alternative around it."""
-    if any(isinstance(n, ast.Constant) and n.value == "gloo" for n in m.nodes):
+    """DDP012: init_process_group("nccl") with no CPU alternative around it.
+
+    Advice: portability: a GPU-only script is right to name NCCL; only a CPU run needs another backend.
+    """
+    if any(n.value == "gloo" for n in m.of_type(ast.Constant)):
         return  # the file has a CPU path somewhere
-    for call in m.calls:
-        if last_name(call) != "init_process_group":
-            continue
+    for call in m.named_calls("init_process_group"):
         backend = call.args[0] if call.args else keyword(call, "backend")
         if not (isinstance(backend, ast.Constant) and isinstance(backend.value, str) and
                 backend.value.lower().startswith("nccl")):
@@ -97,8 +99,11 @@ def rule_nccl_hard_coded(m):
 
 
 def rule_cuda_visible_devices(m):
-    """DDP013: os.environ["CUDA_VISIBLE_DEVICES"] = ... (or setdefault / update / putenv) in the script."""
-    for node in m.nodes:
+    """DDP013: os.environ["CUDA_VISIBLE_DEVICES"] = ... (or setdefault / update / putenv) in the script.
+
+    Warning: likely wrong: it works only before CUDA starts, and renumbers the GPUs under LOCAL_RANK.
+    """
+    for node in m.of_type(ast.Assign, ast.AugAssign, ast.Call):
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Subscript) and dotted(target.value).endswith("environ") and \
@@ -114,10 +119,11 @@ def rule_cuda_visible_devices(m):
 
 
 def rule_legacy_local_rank_argument(m):
-    """DDP014: parser.add_argument("--local_rank") whose default does not come from LOCAL_RANK."""
-    for call in m.calls:
-        if last_name(call) != "add_argument":
-            continue
+    """DDP014: parser.add_argument("--local_rank") whose default does not come from LOCAL_RANK.
+
+    Advice: style: the legacy launcher's option; harmless where the script reads LOCAL_RANK anyway.
+    """
+    for call in m.named_calls("add_argument"):
         flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         legacy = [f for f in flags if f in ("--local_rank", "--local-rank")]
         if not legacy:

@@ -6,7 +6,16 @@ code -> (name, message, why, fix, lesson)."""
 import ast
 import re
 
-from ..program import calls_in, is_batch_loop, is_epoch_loop, is_log_call, keyword, last_name, names_in, text_mentions
+from ..program import (
+    calls_in,
+    is_batch_loop,
+    keyword,
+    last_name,
+    names_in,
+    text_mentions,
+    unparse,
+    walk,
+)
 
 RULES = {
     "DDP006": ("unguarded-log", "every rank logs this line: guard it with `if rank == 0:` or say the rank",
@@ -28,24 +37,27 @@ RULES = {
 
 
 def rule_unguarded_log(m):
-    """DDP006: print / logging inside an epoch or batch loop, with no rank guard and no rank in the text."""
+    """DDP006: print / logging inside an epoch or batch loop, with no rank guard and no rank in the text.
+
+    Advice: style: N copies of a line; the training itself is unaffected.
+    """
     if not m.is_distributed:
         return
     loaders = set()
     for scope in [None, *[d for defs in m.functions.values() for d in defs]]:
         loaders |= set(m.bound_to(scope, lambda v: isinstance(v, ast.Call) and last_name(v) == "DataLoader"))
-    for call in m.calls:
-        if not is_log_call(call) or m.guarded(call) or m.mentions_rank(call) or \
+    for call in m.log_calls:
+        if m.guarded(call) or m.mentions_rank(call) or \
                 text_mentions(call, re.compile(r"device|gpu|hostname|pid|node", re.I)):
             continue  # guarded, or a line that says which process it comes from
         file = keyword(call, "file")
-        if file is not None and "stderr" in ast.unparse(file):
+        if file is not None and "stderr" in unparse(file):
             continue
         in_loop = False
         for a in m.ancestors(call):
             if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 break
-            if isinstance(a, (ast.For, ast.AsyncFor)) and (is_epoch_loop(a) or is_batch_loop(a, loaders)):
+            if isinstance(a, (ast.For, ast.AsyncFor)) and (m.is_epoch_loop(a) or is_batch_loop(a, loaders)):
                 in_loop = True
         if in_loop:
             yield call, "DDP006", ""
@@ -64,31 +76,44 @@ def loss_names(m, scope):
 
 
 def rule_unreduced_logged_loss(m):
-    """DDP017: a print of loss.item() (or of a sum of them) that no collective ever saw."""
+    """DDP017: a print of loss.item() (or of a sum of them) that no collective ever saw.
+
+    Warning: likely wrong: the logged loss is one shard's, not the model's.
+    """
     if not m.is_distributed:
         return
-    for call in m.calls:
-        if not is_log_call(call):
-            continue
+    per_scope = {}  # scope -> (losses, reduced names, accumulators): read once per scope, not once per print
+    for call in m.log_calls:
         scope = m.scope(call)
-        nodes = m.scope_nodes(scope)
-        losses = loss_names(m, scope)  # computed here: a parameter may hold a loss reduced by the caller
+        if scope not in per_scope:
+            per_scope[scope] = losses_of_scope(m, scope)
+        losses, reduced, accumulators = per_scope[scope]
         if not losses:
             continue
-        reduced = set()
-        for c in nodes:
-            if isinstance(c, ast.Call) and REDUCERS.search(last_name(c)):
-                reduced |= names_in(c)
-        for n in nodes:  # x = ... reduced ...: x is reduced too
-            if isinstance(n, ast.Assign) and any(REDUCERS.search(last_name(c)) for c in calls_in(n.value)):
-                for t in n.targets:
-                    reduced |= names_in(t)
-        accumulators = {n.target.id for n in nodes if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
-                        and any(last_name(c) == "item" and names_in(c) & losses for c in calls_in(n.value))}
         for arg in [*call.args, *(k.value for k in call.keywords)]:
             for c in calls_in(arg):
                 if last_name(c) == "item" and isinstance(c.func, ast.Attribute) and \
                         isinstance(c.func.value, ast.Name) and c.func.value.id in losses - reduced:
-                    yield c, "DDP017", ast.unparse(c)
+                    yield c, "DDP017", unparse(c)
             for name in names_in(arg) & accumulators - reduced:
                 yield arg, "DDP017", name
+
+
+def losses_of_scope(m, scope):
+    """(loss names, names that a reduce saw, names that sum loss.item()) of one function (or the module)."""
+    losses = loss_names(m, scope)  # computed here: a parameter may hold a loss reduced by the caller
+    if not losses:
+        return losses, set(), set()
+    nodes = m.scope_nodes(scope)
+    reduced = set()
+    for c in nodes:
+        if isinstance(c, ast.Call) and REDUCERS.search(last_name(c)):
+            reduced |= names_in(c)
+    for n in nodes:  # x = ... reduced ...: x is reduced too
+        if isinstance(n, ast.Assign) and any(isinstance(c, ast.Call) and REDUCERS.search(last_name(c))
+                                             for c in walk(n.value)):
+            for t in n.targets:
+                reduced |= names_in(t)
+    accumulators = {n.target.id for n in nodes if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+                    and any(last_name(c) == "item" and names_in(c) & losses for c in calls_in(n.value))}
+    return losses, reduced, accumulators

@@ -5,7 +5,7 @@ code -> (name, message, why, fix, lesson)."""
 
 import ast
 
-from ..program import dotted, last_name
+from ..program import dotted, last_name, walk
 
 RULES = {
     "DDP019": ("softmax-into-cross-entropy", "{detail} fed into CrossEntropyLoss, which applies log_softmax itself",
@@ -28,7 +28,7 @@ def returned_softmax(m, fn):
     cls = m.parent.get(fn)
     softmax_attrs = set()
     if isinstance(cls, ast.ClassDef):
-        for node in ast.walk(cls):
+        for node in walk(cls):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
                     last_name(node.value) in SOFTMAXES:
                 softmax_attrs |= {dotted(t) for t in node.targets}
@@ -63,7 +63,10 @@ def softmax_kind(call):
 
 def rule_softmax_into_cross_entropy(m):
     """DDP019: a model whose forward() returns a softmax, or cross_entropy(softmax(x), y), in a file with
-    CrossEntropyLoss."""
+    CrossEntropyLoss.
+
+    Error: a wrong result: the loss cannot go below a floor and training slows or stalls.
+    """
     if not ({"CrossEntropyLoss", "cross_entropy"} & m.call_names):
         return
     nll = "NLLLoss" in m.call_names or "nll_loss" in m.call_names
@@ -78,7 +81,7 @@ def rule_softmax_into_cross_entropy(m):
     loss_fns = set()
     for scope in [None, *[d for defs in m.functions.values() for d in defs]]:
         loss_fns |= set(m.bound_to(scope, lambda v: isinstance(v, ast.Call) and last_name(v) == "CrossEntropyLoss"))
-    for call in m.calls:
+    for call in m.named_calls("cross_entropy", *{name.rpartition(".")[2] for name in loss_fns}):
         if (last_name(call) == "cross_entropy" or dotted(call.func) in loss_fns) and call.args:
             first = call.args[0]
             if isinstance(first, ast.Call) and (last_name(first) in SOFTMAXES):

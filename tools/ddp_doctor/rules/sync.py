@@ -5,7 +5,7 @@ code -> (name, message, why, fix, lesson)."""
 
 import ast
 
-from ..program import calls_in, dotted, is_rank_test, last_name, names_in
+from ..program import COLLECTIVES, calls_in, dotted, is_rank_test, last_name, names_in, walk
 
 RULES = {
     "DDP011": ("collective-in-rank-branch", "{detail} inside a branch that only some ranks take: the others "
@@ -37,8 +37,13 @@ RULES = {
 
 
 def rule_collective_in_rank_branch(m):
-    """DDP011: a collective, a DDP forward or a function that calls one, under `if rank == 0:`."""
-    for call in m.calls:
+    """DDP011: a collective, a DDP forward or a function that calls one, under `if rank == 0:`.
+
+    Error: a hang: the other ranks never join the collective.
+    """
+    other_side_syncs = {}  # (if, which side) -> whether the other side calls a collective too
+    ddp_models = {name.rpartition(".")[2] for scope in {m.scope(c) for c in m.calls} for name in m.ddp_names(scope)}
+    for call in m.named_calls(*COLLECTIVES, *m.collective_functions, *ddp_models):  # the calls that may sync
         scope = m.scope(call)
         name = last_name(call)
         if m.is_collective(call):
@@ -54,19 +59,24 @@ def rule_collective_in_rank_branch(m):
             if isinstance(branch, ast.If) and is_rank_test(branch.test, m.rank_aliases):
                 if names_in(branch.test) & loop_vars:
                     break  # `for rank in range(world_size): if rank == me:` every rank takes it in turn
-                other = branch.orelse if in_body else branch.body
-                ddp = m.ddp_names(scope)
-                if not any(m.is_collective(c) or last_name(c) in m.collective_functions or dotted(c.func) in ddp
-                           for s in other for c in calls_in(s)):  # the other ranks call one too: no finding
+                key = (branch, in_body)
+                if key not in other_side_syncs:  # read each branch's other side once
+                    other = branch.orelse if in_body else branch.body
+                    ddp = m.ddp_names(scope)
+                    other_side_syncs[key] = any(
+                        m.is_collective(c) or last_name(c) in m.collective_functions or dotted(c.func) in ddp
+                        for s in other for c in calls_in(s))
+                if not other_side_syncs[key]:  # the other ranks call one too: no finding
                     yield call, "DDP011", what
                 break
 
 
 def rule_no_sync_around_backward_only(m):
-    """DDP015: with model.no_sync(): ... backward() ..., and the model never used inside."""
-    for node in m.nodes:
-        if not isinstance(node, (ast.With, ast.AsyncWith)):
-            continue
+    """DDP015: with model.no_sync(): ... backward() ..., and the model never used inside.
+
+    Warning: likely wrong: no_sync() was meant to save the all-reduce and saves nothing.
+    """
+    for node in m.of_type(ast.With, ast.AsyncWith):
         for item in node.items:
             ctx = item.context_expr
             if not (isinstance(ctx, ast.Call) and last_name(ctx) == "no_sync" and isinstance(ctx.func, ast.Attribute)):
@@ -83,19 +93,27 @@ def rule_no_sync_around_backward_only(m):
 
 
 def rule_accumulation_without_no_sync(m):
-    """DDP016: `if ... % k ...: optimizer.step()` in a backward() loop of a DDP file without no_sync."""
+    """DDP016: `if ... % k ...: optimizer.step()` in a backward() loop of a DDP file without no_sync.
+
+    Advice: speed: k times the communication, the same result.
+    """
     if not m.uses_ddp or "no_sync" in m.call_names or any(
-            isinstance(n, ast.Attribute) and n.attr == "require_backward_grad_sync" for n in m.nodes):
+            n.attr == "require_backward_grad_sync" for n in m.of_type(ast.Attribute)):
         return  # no_sync() somewhere, or the switch it sets, set by hand (nanoGPT's way)
-    for loop in m.nodes:
-        if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
-            continue
+    steps = {id(n) for n in m.of_type(ast.If) if is_accumulation_step(n)}
+    if not steps:
+        return  # read each loop below only where some `if` could be the finding
+    for loop in m.of_type(ast.For, ast.AsyncFor, ast.While, ordered=True):  # the first such loop: one finding
         if "backward" not in {last_name(c) for s in loop.body for c in calls_in(s)}:
             continue
-        for node in ast.walk(loop):
-            if isinstance(node, ast.If) and any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mod)
-                                                for b in ast.walk(node.test)):
-                if any(last_name(c) == "step" and isinstance(c.func, ast.Attribute) and not c.args
-                       for s in node.body for c in calls_in(s)):
-                    yield node, "DDP016", ""
-                    return
+        for node in walk(loop):
+            if id(node) in steps:
+                yield node, "DDP016", ""
+                return
+
+
+def is_accumulation_step(node):
+    """`if ... % k ...:` whose body calls .step() without arguments (optimizer.step())."""
+    return any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mod) for b in walk(node.test)) and any(
+        last_name(c) == "step" and isinstance(c.func, ast.Attribute) and not c.args
+        for s in node.body for c in calls_in(s))
