@@ -289,6 +289,9 @@ class Selection:
         dropped = [specificity(s) for s in self.ignore if matches(s, code)]
         return bool(chosen) and (not dropped or max(chosen) > max(dropped))
 
+    def is_default(self):
+        return self.select is None and not self.ignore and not self.extend_select
+
     def merged(self, select=None, ignore=(), extend_select=()):
         """This selection (a configuration's) with the command line's: its select replaces, the rest adds."""
         return Selection(self.select if select is None else select, [*self.ignore, *ignore],
@@ -466,7 +469,8 @@ def main(argv=None):
         what = f"{len(active)} finding(s)" if active else "no findings"
         counts = ", ".join(plural(n, level) for level, n in levels.items() if n)
         print(f"ddp-doctor: {what} in {len(files)} file(s), {summary['suppressed']} suppressed"
-              + (f", {not_selected} not selected (--select ALL shows them)" if not_selected else "")
+              + (f", {not_selected} not selected" if not_selected else "")
+              + (" (advice: --select ALL shows it)" if not_selected and all(s.is_default() for s in selections) else "")
               + (f" [{counts}]" if counts else "") + f" ({seconds:.2f} s)")
     for path, error in internal:
         print(f"ddp_doctor.py: internal error while checking {path}: {error} (a bug in the doctor, not in the "
