@@ -347,7 +347,8 @@ def config_selection(table, pyproject):
 
 def explain(code):
     name, msg, why, fix, lesson = RULES[code]
-    reason = next((line.split(":", 1)[1].strip() for rule in RULE_FUNCTIONS for line in rule.__doc__.splitlines()
+    reason = next((line.split(":", 1)[1].strip().rstrip(".") for rule in RULE_FUNCTIONS
+                   for line in rule.__doc__.splitlines()
                    if code in rule.__doc__.split(":")[0] and line.strip().lower().startswith(LEVELS[code] + ":")),
                   "a file it cannot parse is not checked at all")
     return (f"{code} {name}: {msg.format(detail='...')}\n\nLevel: {LEVELS[code]} ({reason})\n\nWhy: {why}\n\n"

@@ -29,6 +29,9 @@ def child_fields(kind):
 
 NOT_CHILDREN = {"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind", "type_comment",
                 "conversion", "is_async", "simple", "kwd_attrs", "rest", "lineno", "tag", "asname"}
+for _kind in vars(ast).values():  # every node type known now, so that walks look fields up without a miss
+    if isinstance(_kind, type) and issubclass(_kind, ast.AST):
+        child_fields(_kind)
 
 
 def walk(node):
@@ -37,7 +40,8 @@ def walk(node):
     todo = deque([node])
     while todo:
         node = todo.popleft()
-        for field in _CHILD_FIELDS.get(type(node)) or child_fields(type(node)):
+        kind = type(node)
+        for field in _CHILD_FIELDS[kind] if kind in _CHILD_FIELDS else child_fields(kind):
             value = getattr(node, field, None)
             if type(value) is list:
                 todo.extend(v for v in value if isinstance(v, ast.AST))
@@ -200,7 +204,7 @@ class Module:
             if inner is node:
                 self._scope_nodes[node] = []
             here = self._scope_nodes[inner or tree]
-            for field in _CHILD_FIELDS.get(kind) or child_fields(kind):  # in ast.iter_child_nodes' order
+            for field in _CHILD_FIELDS[kind] if kind in _CHILD_FIELDS else child_fields(kind):  # ast's order
                 value = getattr(node, field, None)
                 if type(value) is list:
                     for index, child in enumerate(value):
