@@ -35,6 +35,13 @@ The rules prefer saying nothing to guessing: where a reader of the code cannot b
 passed in as an argument, a function called from nowhere in the file), a rule stays silent, and
 --explain says where a rule is conservative.
 
+The package: driver.py reads files, folders and notebooks, selects and prints (text, json, github);
+program.py is the parsed program model the rules share (scopes, assignments, rank tests, rank guards,
+collective-calling functions, DDP-wrapped names); rules/ holds the rules, one module per family. A new
+rule is one `rule_*` function in its family's module, with its RULES entry beside it and a docstring line
+`Error|Warning|Advice: why`; its case (DDP###_bad.py) and near miss (DDP###_ok*.py) go in
+tests/doctor_cases/. tools/doctor_bench.py times it on 10k to 200k generated lines.
+
 Written for notebooks/14_ddp_doctor.ipynb, which teaches it.
 """
 
