@@ -186,7 +186,7 @@ def machine() -> dict[str, object]:
 
 
 CELL_TIMEOUT_S = 600  # a lesson cell that runs longer than this has hung
-SANDBOX_TOOLS = ["slurm_cluster.py", "ddp_doctor.py"]  # lesson 10 starts a SLURM cluster; 13 runs the doctor
+SANDBOX_TOOLS = ["slurm_cluster.py", "ddp_doctor.py", "ddp_doctor"]  # lesson 10: a SLURM cluster; 14: the doctor
 
 
 def make_sandbox(root: Path) -> Path:
@@ -200,7 +200,10 @@ def make_sandbox(root: Path) -> Path:
         shutil.copy(helper, root / "notebooks")
     (root / "tools").mkdir()
     for tool in SANDBOX_TOOLS:  # tools a lesson runs, at the same relative path as in a checkout
-        shutil.copy(REPO / "tools" / tool, root / "tools")
+        if (REPO / "tools" / tool).is_dir():  # a package (the doctor's)
+            shutil.copytree(REPO / "tools" / tool, root / "tools" / tool, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(REPO / "tools" / tool, root / "tools")
     return root / "notebooks"
 
 

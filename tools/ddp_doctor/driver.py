@@ -1,0 +1,481 @@
+"""The driver: reading files, folders and notebooks (as Python reads them, never with a traceback), running the
+rules on each program, which rules are selected, the command line, its output formats and exit codes."""
+
+import argparse
+import ast
+import contextlib
+import gc
+import io
+import json
+import re
+import sys
+import time
+import tokenize
+import tomllib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .program import Module
+from .rules import DEFAULT_LEVELS, LEVEL_NAMES, LEVELS, RULE_FUNCTIONS, RULES
+
+DESCRIPTION = "The DDP doctor: finds the classic mistakes of a DistributedDataParallel training script by reading it."
+
+SUPPRESS = re.compile(r"#\s*ddp-doctor:\s*ignore\[([A-Z0-9_,\s]+)\]")
+SKIPPED_DIRS = {".git", ".venv", "venv", "build", "node_modules", "__pycache__", ".ipynb_checkpoints"}
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+@dataclass
+class Finding:
+    path: str
+    line: int
+    col: int
+    code: str
+    message: str
+    cell: int | None = None
+    suppressed: bool = False
+    severity: str = ""
+
+    def __post_init__(self):
+        self.severity = self.severity or LEVELS.get(self.code, "error")
+
+    def place(self):
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.line}:{self.col}"
+
+
+class BadInput(Exception):
+    """A file the doctor cannot read as Python or as a notebook: one DDP000 finding, and the run goes on."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# Checking one program
+
+
+def suppressed_codes(line):
+    match = SUPPRESS.search(line)
+    return {c.strip() for c in match.group(1).split(",")} if match else set()
+
+
+def parse(source):
+    """The tree of source, as Python's own compiler reads it; BadInput (with Python's reason) where it cannot."""
+    try:
+        return ast.parse(source)
+    except SyntaxError as error:
+        raise BadInput(error.msg, max(error.lineno or 1, 1), error.offset or 0) from None
+    except (RecursionError, MemoryError):  # CPython cannot compile it either
+        raise BadInput("nested too deeply for Python's parser", 1, 0) from None
+    except ValueError as error:  # null bytes (a SyntaxError from Python 3.12 on)
+        raise BadInput(str(error), 1, 0) from None
+
+
+def check_source(source, path, line_map=None, tree=None, errors=None):
+    """Findings of one piece of Python (tree: source already parsed). line_map: line in source -> (cell,
+    line in that cell). errors: a list that collects the rules' own failures ("rule: exception"), so that
+    the other rules still run; without it, a rule's exception propagates."""
+    def place(line):
+        return line_map[min(line, len(line_map)) - 1] if line_map else (None, line)
+
+    if tree is None:
+        try:
+            tree = parse(source)
+        except BadInput as bad:
+            detail, line, col = bad.args
+            c, line = place(line)
+            return [Finding(path, line, col, "DDP000", message("DDP000", detail), c)]
+    lines = source.splitlines()
+    module = Module(tree)
+    findings, seen = [], set()
+    for rule in RULE_FUNCTIONS:
+        try:
+            found = list(rule(module))
+        except Exception as error:  # a bug in the doctor: say so, and go on with the other rules
+            if errors is None:
+                raise
+            errors.append(f"{rule.__name__}: {type(error).__name__}: {error}")
+            continue
+        for node, code, detail in found:
+            key = (node.lineno, node.col_offset, code)
+            if key in seen:
+                continue
+            seen.add(key)
+            stmt = module.statement(node)
+            above = lines[stmt.lineno - 2] if 1 < stmt.lineno <= len(lines) + 1 else ""
+            quiet = suppressed_codes(line_at(lines, node.lineno)) | suppressed_codes(line_at(lines, stmt.lineno)) | (
+                suppressed_codes(above) if above.lstrip().startswith("#") else set())
+            c, line = place(node.lineno)
+            findings.append(Finding(path, line, node.col_offset + 1, code, message(code, detail), c,
+                                    suppressed=code in quiet))
+    return findings
+
+
+def line_at(lines, number):
+    return lines[number - 1] if 0 < number <= len(lines) else ""
+
+
+def message(code, detail):
+    return RULES[code][1].format(detail=detail)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading files: Python as Python reads it, and notebooks' code cells
+
+
+def read_python(path):
+    """A Python file's text, decoded as CPython decodes it: a UTF-8 BOM, a PEP 263 coding line, else UTF-8."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise BadInput(f"cannot read it ({error.strerror or error})", 1, 0) from None
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)  # 'utf-8-sig' where there is a BOM
+        return data.decode(encoding)
+    except SyntaxError as error:  # an unknown encoding, or a BOM with another coding line
+        raise BadInput(str(error), 1, 0) from None
+    except UnicodeDecodeError as error:
+        raise BadInput(f"not {error.encoding} text ({error.reason})", 1, 0) from None
+
+
+def read_notebook(path):
+    """A notebook's JSON, checked for the shape the doctor reads: a dict whose cells are a list of dicts, each
+    code cell with a source that is text or a list of texts."""
+    try:
+        nb = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except OSError as error:
+        raise BadInput(f"cannot read it ({error.strerror or error})", 1, 0) from None
+    except (ValueError, RecursionError) as error:  # bad JSON, bad UTF-8, JSON nested too deeply
+        raise BadInput(f"not a notebook ({type(error).__name__}: {str(error)[:200]})", 1, 0) from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        what = "a JSON object" if not isinstance(nb, dict) else "a list of cells under 'cells'"
+        raise BadInput(f"not a notebook (it has no {what})", 1, 0)
+    for index, cell in enumerate(nb["cells"]):
+        if not isinstance(cell, dict):
+            raise BadInput(f"not a notebook (cell {index} is not a JSON object)", 1, 0)
+        source = cell.get("source")
+        if cell.get("cell_type") == "code" and not (
+                isinstance(source, str) or (isinstance(source, list) and all(isinstance(s, str) for s in source))):
+            raise BadInput(f"not a notebook (code cell {index} has no source text)", 1, 0)
+    return nb
+
+
+def code_cells(nb):
+    """(index, Python text) of a notebook's code cells; `!` and `%` lines become `pass`, keeping the lines
+    where they are; a `%%writefile x.py` cell is (index, its body, "writefile")."""
+    for index, cell in enumerate(nb.get("cells", [])):
+        if cell.get("cell_type") != "code":
+            continue
+        text = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        lines = text.splitlines()
+        if text.startswith("%%"):
+            header = lines[0].split()
+            if header[0] == "%%writefile" and len(header) > 1 and header[-1].endswith(".py"):
+                yield index, lines[1:], "writefile"
+            continue
+        yield index, [line[:len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("!", "%"))
+                      else line for line in lines], "code"
+
+
+def parsed(source):
+    """The tree of source, or None where it does not parse."""
+    try:
+        return parse(source)
+    except BadInput:
+        return None
+
+
+def notebook_programs(nb):
+    """(source, line_map, tree) of each program in a notebook: one for its plain code cells, read in order
+    as one program, and one per %%writefile cell of a .py file. line_map[i] = (cell index, line in the
+    cell) of program line i + 1. Where the plain cells do not parse together, each cell that does not
+    parse alone becomes a program of its own (its DDP000), and the others are read together."""
+    plain = []
+    for index, lines, kind in code_cells(nb):
+        if kind == "writefile":
+            yield "\n".join(lines) + "\n", [(index, i + 2) for i in range(len(lines))], None
+        else:
+            plain.append((index, lines))
+
+    def joined(cells):
+        return ("\n".join(line for _, lines in cells for line in lines) + "\n",
+                [(index, i + 1) for index, lines in cells for i in range(len(lines))])
+
+    program, line_map = joined(plain)
+    tree = parsed(program)
+    if tree is None:
+        broken = [(index, lines) for index, lines in plain if parsed("\n".join(lines)) is None]
+        for cell in broken:
+            yield (*joined([cell]), None)
+        plain = [cell for cell in plain if cell not in broken]
+        program, line_map = joined(plain)
+        tree = None
+    if plain:
+        yield program, line_map, tree
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Python's cycle collector off while one file is read: a parse makes a million objects and no cycles,
+    and the collector would scan them again and again (a 200k-line file parses 3 to 4 times faster)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def check_file(path, errors=None):
+    """Every finding of one file (a .ipynb is read as a notebook, anything else as Python). A file that cannot
+    be read is one DDP000 finding. errors: see check_source."""
+    shown = str(path)
+    with gc_paused():
+        try:
+            if path.suffix == ".ipynb":
+                nb = read_notebook(path)
+                return [f for source, line_map, tree in notebook_programs(nb)
+                        for f in check_source(source, shown, line_map, tree, errors)]
+            return check_source(read_python(path), shown, errors=errors)
+        except BadInput as bad:
+            detail, line, col = bad.args
+            return [Finding(shown, line, col, "DDP000", message("DDP000", detail))]
+
+
+def files_under(paths):
+    for path in paths:
+        if path.is_dir():
+            for child in sorted(path.rglob("*")):
+                parts = child.relative_to(path).parts
+                if child.suffix in (".py", ".ipynb") and child.is_file() and \
+                        not any(p in SKIPPED_DIRS or p.startswith(".") for p in parts):
+                    yield child
+        else:
+            yield path
+
+
+# ---------------------------------------------------------------------------------------------------
+# Which rules are reported: --select / --ignore / --extend-select, or [tool.ddp-doctor] in pyproject.toml
+
+
+class UsageError(Exception):
+    """Bad arguments or a bad configuration: one line, exit code 2."""
+
+
+def selectors(values, where):
+    """Codes or prefixes (DDP011, DDP01, DDP) or ALL, from comma-separated strings; UsageError if one selects
+    no rule."""
+    found = [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
+    for s in found:
+        if s != "ALL" and not any(code.startswith(s) for code in RULES):
+            raise UsageError(f"{where}: {s!r} is not a rule code or prefix (the codes are DDP000 to {list(RULES)[-1]},"
+                             f" or ALL)")
+    return found
+
+
+class Selection:
+    """Which codes are reported. select: selectors, or None for the default (every error and warning);
+    extend_select adds to it; ignore removes. A more specific selector wins (DDP0 in ignore does not undo
+    DDP012 in select; DDP012 in ignore undoes ALL); a tie goes to ignore. DDP000 is always reported."""
+
+    def __init__(self, select=None, ignore=(), extend_select=()):
+        self.select, self.ignore, self.extend_select = select, list(ignore), list(extend_select)
+
+    def __call__(self, code):
+        if code == "DDP000":
+            return True
+        chosen = [0] if self.select is None and LEVELS[code] in DEFAULT_LEVELS else []
+        chosen += [specificity(s) for s in [*(self.select or []), *self.extend_select] if matches(s, code)]
+        dropped = [specificity(s) for s in self.ignore if matches(s, code)]
+        return bool(chosen) and (not dropped or max(chosen) > max(dropped))
+
+    def is_default(self):
+        return self.select is None and not self.ignore and not self.extend_select
+
+    def merged(self, select=None, ignore=(), extend_select=()):
+        """This selection (a configuration's) with the command line's: its select replaces, the rest adds."""
+        return Selection(self.select if select is None else select, [*self.ignore, *ignore],
+                         [*self.extend_select, *extend_select])
+
+
+def matches(selector, code):
+    return selector == "ALL" or code.startswith(selector)
+
+
+def specificity(selector):
+    return 0 if selector == "ALL" else len(selector)
+
+
+CONFIG_KEYS = {"select", "ignore", "extend-select"}
+
+
+def find_config(folder, cache):
+    """The Selection of the nearest pyproject.toml with a [tool.ddp-doctor] table, from folder upward (the
+    default Selection where there is none)."""
+    folder = folder.resolve()
+    if folder not in cache:
+        pyproject = folder / "pyproject.toml"
+        table = None
+        if pyproject.is_file():
+            try:
+                table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("ddp-doctor")
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+                raise UsageError(f"{pyproject}: cannot read it ({error})") from None
+        if table is not None:
+            cache[folder] = config_selection(table, pyproject)
+        else:
+            cache[folder] = Selection() if folder.parent == folder else find_config(folder.parent, cache)
+    return cache[folder]
+
+
+def config_selection(table, pyproject):
+    where = f"{pyproject}: [tool.ddp-doctor]"
+    if not isinstance(table, dict) or set(table) - CONFIG_KEYS:
+        unknown = sorted(set(table) - CONFIG_KEYS) if isinstance(table, dict) else "not a table"
+        raise UsageError(f"{where}: {unknown} (the keys are {', '.join(sorted(CONFIG_KEYS))})")
+    for key, value in table.items():
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise UsageError(f"{where} {key}: give a list of codes or prefixes, e.g. [\"ALL\"] or [\"DDP012\"]")
+    return Selection(selectors(table["select"], f"{where} select") if "select" in table else None,
+                     selectors(table.get("ignore", []), f"{where} ignore"),
+                     selectors(table.get("extend-select", []), f"{where} extend-select"))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The command line
+
+
+def explain(code):
+    name, msg, why, fix, lesson = RULES[code]
+    reason = next((line.split(":", 1)[1].strip().rstrip(".") for rule in RULE_FUNCTIONS
+                   for line in rule.__doc__.splitlines()
+                   if code in rule.__doc__.split(":")[0] and line.strip().lower().startswith(LEVELS[code] + ":")),
+                  "a file it cannot parse is not checked at all")
+    return (f"{code} {name}: {msg.format(detail='...')}\n\nLevel: {LEVELS[code]} ({reason})\n\nWhy: {why}\n\n"
+            f"Fix: {fix}\n\nLesson: {lesson}\n")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="ddp_doctor.py", description=DESCRIPTION,
+        epilog="Levels: error (a hang, a crash, a wrong result or lost work), warning (likely wrong), advice "
+               "(portability, style, speed). By default errors and warnings are reported; advice needs --select "
+               "(ALL, codes or prefixes) or --extend-select, here or in [tool.ddp-doctor] of the pyproject.toml "
+               "found upward from each file. Exit code: 0 nothing reported, 1 findings reported (DDP000 included), "
+               "2 bad arguments or configuration, 3 an internal error of the doctor (the file is named).")
+    parser.add_argument("paths", nargs="*", type=Path, help="Python files, notebooks, or folders of them")
+    parser.add_argument("--format", choices=["text", "json", "github"], default="text",
+                        help="github: GitHub Actions annotations (::error, ::warning, ::notice for advice)")
+    parser.add_argument("--select", action="append", metavar="CODES",
+                        help="report only these codes or prefixes, comma-separated (ALL: every rule, advice too)")
+    parser.add_argument("--extend-select", action="append", default=[], metavar="CODES",
+                        help="report these as well as the default (or the configured) selection")
+    parser.add_argument("--ignore", action="append", default=[], metavar="CODES",
+                        help="do not report these codes or prefixes")
+    parser.add_argument("--explain", metavar="DDP###", help="why a rule exists, its level, its fix and its lesson")
+    parser.add_argument("--list", action="store_true", help="every rule: code, level, name, message")
+    parser.add_argument("--show-suppressed", action="store_true",
+                        help="also print the findings an ignore comment hides")
+    args = parser.parse_args(argv)
+    try:
+        args.select = None if args.select is None else selectors(args.select, "--select")
+        args.ignore = selectors(args.ignore, "--ignore")
+        args.extend_select = selectors(args.extend_select, "--extend-select")
+    except UsageError as error:
+        parser.error(str(error))
+    if args.explain is not None:
+        args.explain = args.explain.upper()
+        if args.explain not in RULES:
+            parser.error(f"unknown code {args.explain!r}: the codes are {', '.join(RULES)}")
+    elif not args.list and not args.paths:
+        parser.error("give a file or folder to check (or --explain DDP###, --list)")
+    missing = [str(p) for p in args.paths if not p.exists()]
+    if missing:
+        parser.error(f"no such file or folder: {', '.join(missing)}")
+    args.error = parser.error
+    return args
+
+
+def github_escape(text, property_value=False):
+    """GitHub's workflow-command escaping: %, CR, LF always; ':' and ',' in a property's value too."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if property_value else text
+
+
+GITHUB_COMMANDS = {"error": "error", "warning": "warning", "advice": "notice"}
+
+
+def github_line(f):
+    """::error file=F,line=L,col=C,title=DDP011::message (in a notebook the cell goes into the message, since
+    the line of a cell is not a line of the file)."""
+    where = f"file={github_escape(f.path, True)}"
+    text = f"{f.code} {f.message}"
+    if f.cell is None:
+        where += f",line={f.line},col={max(f.col, 1)}"
+    else:
+        text = f"cell {f.cell}, line {f.line}: {text}"
+    return f"::{GITHUB_COMMANDS[f.severity]} {where},title={f.code}::{github_escape(text)}"
+
+
+def plural(n, word):
+    return f"{n} {word}" + ("" if n == 1 or word == "advice" else "s")
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.explain:
+        print(explain(args.explain), end="")
+        return EXIT_CLEAN
+    if args.list:
+        for code, (name, msg, *_rest) in RULES.items():
+            print(f"{code}  {LEVELS[code]:8s} {name:32s} {msg.format(detail='...')}")
+        return EXIT_CLEAN
+    started = time.perf_counter()
+    files = list(files_under(args.paths))
+    configs = {}
+    try:
+        selections = [find_config(path.parent, configs).merged(args.select, args.ignore, args.extend_select)
+                      for path in files]
+    except UsageError as error:
+        args.error(str(error))
+    findings, internal, not_selected = [], [], 0
+    for path, selected in zip(files, selections):
+        errors = []
+        try:
+            found = check_file(path, errors)
+        except Exception as error:  # a bug in the doctor, outside any one rule: name the file, go on
+            found, errors = [], [f"{type(error).__name__}: {error}"]
+        internal += [(str(path), e) for e in errors]
+        kept = [f for f in found if selected(f.code)]
+        not_selected += sum(not f.suppressed for f in found) - sum(not f.suppressed for f in kept)
+        findings += sorted(kept, key=lambda f: (f.cell or 0, f.line, f.col))
+    seconds = time.perf_counter() - started
+    active = [f for f in findings if not f.suppressed]
+    levels = {level: sum(f.severity == level for f in active) for level in LEVEL_NAMES}
+    summary = dict(files=len(files), findings=len(active), suppressed=len(findings) - len(active),
+                   not_selected=not_selected, **levels, internal_errors=len(internal), seconds=round(seconds, 3))
+    if args.format == "json":
+        print(json.dumps(dict(findings=[asdict(f) for f in findings], summary=summary,
+                              internal_errors=[dict(path=p, error=e) for p, e in internal]), indent=1))
+    else:
+        for f in findings:
+            if args.format == "github" and not f.suppressed:
+                print(github_line(f))
+            elif args.format == "text" and (not f.suppressed or args.show_suppressed):
+                print(f"{f.place()}: {f.code} {f.message}" + (" (suppressed)" if f.suppressed else ""))
+        if args.format == "github":
+            for path, error in internal:
+                print(f"::error file={github_escape(path, True)},title=ddp-doctor internal error::"
+                      f"{github_escape(error)}")
+        what = f"{len(active)} finding(s)" if active else "no findings"
+        counts = ", ".join(plural(n, level) for level, n in levels.items() if n)
+        print(f"ddp-doctor: {what} in {len(files)} file(s), {summary['suppressed']} suppressed"
+              + (f", {not_selected} not selected" if not_selected else "")
+              + (" (advice: --select ALL shows it)" if not_selected and all(s.is_default() for s in selections) else "")
+              + (f" [{counts}]" if counts else "") + f" ({seconds:.2f} s)")
+    for path, error in internal:
+        print(f"ddp_doctor.py: internal error while checking {path}: {error} (a bug in the doctor, not in the "
+              f"file; the other files and rules were checked)", file=sys.stderr)
+    if internal:
+        return EXIT_INTERNAL
+    return EXIT_FINDINGS if active else EXIT_CLEAN

@@ -1,0 +1,462 @@
+"""The program model the rules share: small readers of expressions (rank tests, collectives, names), and
+`Module`, one parsed file with its scopes, assignments, guards and collective-calling functions."""
+
+import ast
+import re
+from collections import deque
+
+COLLECTIVES = {"all_reduce", "barrier", "broadcast", "all_gather", "all_gather_into_tensor", "all_gather_object",
+               "reduce", "gather", "gather_object", "scatter", "scatter_object_list", "reduce_scatter",
+               "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "broadcast_object_list",
+               "monitored_barrier"}
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+SCOPE_TYPES = frozenset(SCOPES)
+BLOCKS = frozenset({"body", "orelse", "finalbody"})  # the fields that hold lists of statements
+LOG_NAMES = ("print", "info", "warning", "debug", "error", "log")  # the last names is_log_call accepts
+_CHILD_FIELDS = {}
+
+
+def child_fields(kind):
+    """The fields of a node type that may hold child nodes, in order: not those that hold names, numbers or
+    constants, nor an expression's context (Load, Store) or operator (Add, Not, Eq), which are shared objects
+    no rule looks up by position."""
+    if kind not in _CHILD_FIELDS:
+        skipped = NOT_CHILDREN | ({"value"} if kind in (ast.Constant, ast.MatchSingleton) else set()) | (
+            {"names"} if kind in (ast.Global, ast.Nonlocal) else set())
+        _CHILD_FIELDS[kind] = tuple(f for f in getattr(kind, "_fields", ()) if f not in skipped)
+    return _CHILD_FIELDS[kind]
+
+
+NOT_CHILDREN = {"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind", "type_comment",
+                "conversion", "is_async", "simple", "kwd_attrs", "rest", "lineno", "tag", "asname"}
+for _kind in vars(ast).values():  # every node type known now, so that walks look fields up without a miss
+    if isinstance(_kind, type) and issubclass(_kind, ast.AST):
+        child_fields(_kind)
+
+
+def walk(node):
+    """Every node under node, breadth first, as ast.walk gives them, without the shared context and operator
+    objects (see child_fields): the same order, in about half the time, since every rule walks."""
+    todo = deque([node])
+    while todo:
+        node = todo.popleft()
+        kind = type(node)
+        for field in _CHILD_FIELDS[kind] if kind in _CHILD_FIELDS else child_fields(kind):
+            value = getattr(node, field, None)
+            if type(value) is list:
+                todo.extend(v for v in value if isinstance(v, ast.AST))
+            elif value is not None:
+                todo.append(value)
+        yield node
+
+
+# ---------------------------------------------------------------------------------------------------
+# Small readers of expressions
+
+
+def dotted(node):
+    """'torch.distributed.get_rank' for that attribute chain, 'x' for a name, '' for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def last_name(node):
+    """The last part of a call's function: 'save' for torch.save, 'DDP' for DDP."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+def keyword(call, name):
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def is_const(node, value):
+    return isinstance(node, ast.Constant) and node.value == value and type(node.value) is type(value)
+
+
+def calls_in(node):
+    return [n for n in walk(node) if isinstance(n, ast.Call)]
+
+
+def names_in(node):
+    return {n.id for n in walk(node) if isinstance(n, ast.Name)}
+
+
+def text_mentions(node, pattern):
+    """Whether a name, attribute or string constant inside node matches pattern."""
+    for n in walk(node):
+        word = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else (
+            n.value if isinstance(n, ast.Constant) and isinstance(n.value, str) else None)
+        if word is not None and pattern.search(word):
+            return True
+    return False
+
+
+RANKISH = re.compile(r"rank|is_main|main_process|is_master|master_process", re.I)
+
+
+def is_global_rank_expr(node):
+    """get_rank() / dist.get_rank() / int(os.environ['RANK']) / os.environ.get('RANK')."""
+    while isinstance(node, ast.Call) and dotted(node.func) in ("int",) and node.args:  # a loop: no recursion
+        node = node.args[0]
+    if isinstance(node, ast.Call) and last_name(node) == "get_rank" and not node.args:
+        return True
+    if isinstance(node, ast.Subscript) and dotted(node.value).endswith("environ"):
+        return is_const(node.slice, "RANK")
+    if isinstance(node, ast.Call) and dotted(node.func).endswith(("environ.get", "getenv")) and node.args:
+        return is_const(node.args[0], "RANK")
+    return False
+
+
+def asks_how_launched(node):
+    """`"RANK" in os.environ`: a question about the launcher, not about which rank this is."""
+    return isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and \
+        any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
+
+
+def is_rank_test(node, aliases=frozenset()):
+    """A test that only some ranks pass: `rank == 0`, `dist.get_rank() != 0`, `is_main`, `not is_main_process()`.
+    `and`, `or` and `not` are looked through with a stack, not by recursion (a test may be nested deeply)."""
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.BoolOp):
+            todo.extend(node.values)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            todo.append(node.operand)
+        elif is_simple_rank_test(node, aliases):
+            return True
+    return False
+
+
+def is_simple_rank_test(node, aliases):
+    """is_rank_test for a test that is not an `and`, `or` or `not`."""
+    if isinstance(node, ast.Compare):
+        if asks_how_launched(node):
+            return False
+        return any((text_mentions(side, RANKISH) or dotted(side) in aliases) and not isinstance(side, ast.Constant)
+                   for side in [node.left, *node.comparators])
+    if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
+        word = last_name(node) if isinstance(node, ast.Call) else dotted(node)
+        return bool(re.search(r"is_main|main_process|is_master|master_process|is_rank_?0|rank_?zero", word, re.I))
+    return False
+
+
+def mentions_rank(node, aliases=frozenset()):
+    """A guard in the loose sense: the test mentions a rank at all (a branch some ranks may skip), by a
+    rank-like name or by a name the file assigned from a rank (aliases: self.gpu_id = LOCAL_RANK ...)."""
+    if asks_how_launched(node):
+        return False
+    return text_mentions(node, RANKISH) or any(dotted(n) in aliases for n in walk(node)
+                                                 if isinstance(n, (ast.Name, ast.Attribute)))
+
+
+def unparse(node):
+    """The source text of an expression, as ast.unparse writes it; for an expression nested too deeply for
+    ast.unparse (which recurses), the names, attributes and strings it holds, in order."""
+    try:
+        return ast.unparse(node)
+    except RecursionError:
+        words = [n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else n.value
+                 for n in walk(node) if isinstance(n, (ast.Name, ast.Attribute)) or
+                 (isinstance(n, ast.Constant) and isinstance(n.value, str))]
+        return " ".join(words)
+
+
+def is_any_rank_expr(node):
+    """An expression that reads a rank: get_rank(), get_node_local_rank(), RANK / LOCAL_RANK from the environment."""
+    return any((isinstance(n, ast.Call) and re.search(r"get_(node_)?(local_)?rank", last_name(n))) or
+               (isinstance(n, ast.Constant) and n.value in ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID"))
+               for n in walk(node))
+
+
+# ---------------------------------------------------------------------------------------------------
+# One parsed module, with the light analysis the rules share
+
+
+class Module:
+    def __init__(self, tree):
+        self.tree = tree
+        self._assignments, self._bound, self._guarded = {}, {}, {}
+        self.parent, self.nodes, self.scope_of, self._scope_nodes = {}, [], {}, {tree: []}
+        self.position = {}  # statement -> (field of its parent that holds it, index there)
+        self._first_exit = {}  # (block, field) -> index of the first `if <rank test>: return` there
+        self.by_type = {}  # node type -> its nodes, in the order of self.nodes
+        nodes, parent, scope_of, position, by_type = self.nodes, self.parent, self.scope_of, self.position, self.by_type
+        todo = [(tree, None)]  # one walk: every node, its parent, and the function it belongs to
+        while todo:
+            node, scope = todo.pop()
+            nodes.append(node)
+            kind = type(node)
+            by_type.setdefault(kind, []).append(node)
+            inner = node if kind in SCOPE_TYPES else scope
+            if inner is node:
+                self._scope_nodes[node] = []
+            here = self._scope_nodes[inner or tree]
+            for field in _CHILD_FIELDS[kind] if kind in _CHILD_FIELDS else child_fields(kind):  # ast's order
+                value = getattr(node, field, None)
+                if type(value) is list:
+                    for index, child in enumerate(value):
+                        if isinstance(child, ast.AST):
+                            parent[child] = node
+                            scope_of[child] = inner
+                            here.append(child)
+                            todo.append((child, inner))
+                            if field in BLOCKS:
+                                position[child] = (field, index)
+                elif value is not None:
+                    parent[value] = node
+                    scope_of[value] = inner
+                    here.append(value)
+                    todo.append((value, inner))
+        self.functions = {}  # name -> [FunctionDef] (methods too, by their name)
+        for node in self.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
+            self.functions.setdefault(node.name, []).append(node)
+        self.calls = self.of_type(ast.Call)
+        self.calls_named = {}  # last name of the function called -> its calls ('save' for torch.save(...))
+        for call in self.calls:
+            self.calls_named.setdefault(last_name(call), []).append(call)
+        self.call_names = set(self.calls_named)
+        self.log_calls = [c for c in self.named_calls(*LOG_NAMES) if is_log_call(c)]  # print(), logger.info() ...
+        self.uses_ddp = bool(self.call_names & {"DistributedDataParallel", "DDP"})
+        self.joins_group = "init_process_group" in self.call_names
+        self.is_distributed = self.uses_ddp or self.joins_group
+        self._mentions, self._reading_rank = {}, None
+        self.rank_aliases = frozenset(name for scope in [None, *self.functions_flat()]
+                                      for name, value in self.assignments(scope) if self.reads_rank(value))
+        self.unguarded_functions = self._unguarded_functions()
+        self.collective_functions = self._collective_functions()
+
+    def of_type(self, *kinds, ordered=False):
+        """The nodes of these types: type by type, or (ordered) in the order of self.nodes."""
+        if len(kinds) == 1:
+            return self.by_type.get(kinds[0], [])
+        found = [n for kind in kinds for n in self.by_type.get(kind, [])]
+        if ordered:
+            found.sort(key=self.order().__getitem__)
+        return found
+
+    def order(self):
+        """node -> its index in self.nodes (computed once, when a rule needs it)."""
+        if not hasattr(self, "_order"):
+            self._order = {node: i for i, node in enumerate(self.nodes)}
+        return self._order
+
+    def named_calls(self, *names):
+        """The calls of functions with these last names (torch.save(...) is named 'save'), name by name."""
+        return [c for name in dict.fromkeys(names) for c in self.calls_named.get(name, [])]
+
+    def functions_flat(self):
+        return [d for defs in self.functions.values() for d in defs]
+
+    def mentions_rank(self, test):
+        """mentions_rank with this file's aliases, computed once per node (many calls share one test)."""
+        if test not in self._mentions:
+            self._mentions[test] = mentions_rank(test, self.rank_aliases)
+        return self._mentions[test]
+
+    def reads_rank(self, node):
+        """is_any_rank_expr(node), answered from one pass over the file: the nodes that read a rank and
+        everything above them, so that asking for every assigned value is linear."""
+        if self._reading_rank is None:
+            self._reading_rank = set()
+            sources = [c for name in self.call_names if re.search(r"get_(node_)?(local_)?rank", name)
+                       for c in self.calls_named[name]]
+            sources += [n for n in self.of_type(ast.Constant)
+                        if n.value in ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID")]
+            for source in sources:
+                node_up = source
+                while node_up is not None and node_up not in self._reading_rank:
+                    self._reading_rank.add(node_up)
+                    node_up = self.parent.get(node_up)
+        return node in self._reading_rank
+
+    # where a node sits
+    def ancestors(self, node):
+        while node in self.parent:
+            node = self.parent[node]
+            yield node
+
+    def scope(self, node):
+        """The function (or class) a node is in (None at module level)."""
+        return self.scope_of.get(node)
+
+    def statement(self, node):
+        return node if isinstance(node, ast.stmt) else next(a for a in self.ancestors(node) if isinstance(a, ast.stmt))
+
+    def scope_nodes(self, scope):
+        """Nodes of one function (or of the module), not of the functions inside it."""
+        return self._scope_nodes[scope or self.tree]
+
+    def assignments(self, scope):
+        """(target, value) of every assignment in one scope, tuples unpacked (computed once)."""
+        root = scope or self.tree
+        if root not in self._assignments:
+            found = []
+            for node in self.scope_nodes(scope):
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        found.extend(pairs(target, node.value))
+                elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                    found.append((node.target, node.value))
+            self._assignments[root] = [(dotted(t), v) for t, v in found if dotted(t)]
+        return self._assignments[root]
+
+    def enclosing_ifs(self, node):
+        """(if statement, True if node is in its body / False in its orelse) up to the function."""
+        child = node
+        for a in self.ancestors(node):
+            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return
+            if isinstance(a, (ast.If, ast.IfExp, ast.While)) and child is not a.test:
+                yield a, child in (a.body if isinstance(a.body, list) else [a.body])
+            child = a
+
+    def locally_guarded(self, node):
+        """Inside an `if` about the rank, or after `if <rank test>: return`, in the same function."""
+        if node not in self._guarded:
+            self._guarded[node] = self._locally_guarded(node)
+        return self._guarded[node]
+
+    def _locally_guarded(self, node):
+        if any(self.mentions_rank(a.test) for a, _ in self.enclosing_ifs(node)):
+            return True
+        stmt = self.statement(node)
+        for a in [stmt, *self.ancestors(stmt)]:
+            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+                break
+            if a in self.position:
+                field, index = self.position[a]
+                if self.first_rank_exit(self.parent[a], field) < index:
+                    return True
+        return False
+
+    def first_rank_exit(self, block, field):
+        """The index of the first `if <rank test>: return` (or continue, raise, exit()) in one list of
+        statements, len(list) if none: computed once per list, so that asking for every statement is linear."""
+        key = (block, field)
+        if key not in self._first_exit:
+            siblings = getattr(block, field)
+            self._first_exit[key] = next(
+                (i for i, s in enumerate(siblings) if isinstance(s, ast.If) and self.mentions_rank(s.test) and any(
+                    isinstance(b, (ast.Return, ast.Continue, ast.Raise)) or
+                    (isinstance(b, ast.Expr) and last_name(b.value) in ("exit", "_exit")) for b in s.body)),
+                len(siblings))
+        return self._first_exit[key]
+
+    def _unguarded_functions(self):
+        """Functions that some rank-unguarded path of the file calls. A function the file never calls is
+        not in the set (nothing to say about it)."""
+        decorated = {name for name, defs in self.functions.items()  # @rank_zero_only and the like
+                     if any(text_mentions(d, RANKISH) for f in defs for d in f.decorator_list)}
+        unguarded = {a.id for c in self.calls if last_name(c) in ("spawn", "start_processes", "Process")
+                     for a in [*c.args, *(k.value for k in c.keywords)]  # mp.spawn(train, ...): every rank
+                     if isinstance(a, ast.Name) and a.id in self.functions} - decorated
+        calls_from = {}  # name of the calling scope (None: module level) -> calls of this file's functions
+        for call in self.calls:
+            if last_name(call) in self.functions:
+                scope = self.scope(call)
+                calls_from.setdefault(None if scope is None else getattr(scope, "name", ""), []).append(call)
+        todo = [None, *unguarded]  # a worklist: each caller's calls are read once
+        while todo:
+            for call in calls_from.get(todo.pop(), []):
+                name = last_name(call)
+                if name not in unguarded and name not in decorated and not self.locally_guarded(call):
+                    unguarded.add(name)
+                    todo.append(name)
+        return unguarded
+
+    def guarded(self, node):
+        if self.locally_guarded(node):
+            return True
+        scope = self.scope(node)
+        return scope is not None and getattr(scope, "name", None) not in self.unguarded_functions
+
+    def _collective_functions(self):
+        """Functions of this file that call a collective, directly or through another such function."""
+        called = {name: [c for d in defs for c in self.scope_nodes(d) if isinstance(c, ast.Call)]
+                  for name, defs in self.functions.items()}
+        found = {name for name, calls in called.items() if any(self.is_collective(c) for c in calls)}
+        callers = {}  # callee name -> names of the functions that call it
+        for name, calls in called.items():
+            for c in calls:
+                callers.setdefault(last_name(c), set()).add(name)
+        todo = list(found)  # a worklist over the callers: linear in the calls
+        while todo:
+            for name in callers.get(todo.pop(), ()):
+                if name not in found:
+                    found.add(name)
+                    todo.append(name)
+        return found
+
+    @staticmethod
+    def is_collective(call):
+        name = dotted(call.func)
+        return last_name(call) in COLLECTIVES and (name.startswith(("dist.", "torch.distributed.")) or
+                                                   name in COLLECTIVES)
+
+    # what names are bound to
+    def bound_to(self, scope, predicate):
+        """Names (and self.attributes) assigned, in scope, from a value for which predicate holds."""
+        key = (scope or self.tree, predicate.__code__)  # the rules' predicates capture nothing
+        if key not in self._bound:
+            self._bound[key] = {name: value for name, value in self.assignments(scope) if predicate(value)}
+        return self._bound[key]
+
+    def ddp_names(self, scope, before=None):
+        """Names bound to DDP(...) in scope (with before: bound on an earlier line than that node)."""
+        names = self.bound_to(scope, lambda v: isinstance(v, ast.Call) and last_name(v) in
+                              ("DistributedDataParallel", "DDP"))
+        return names if before is None else {n: v for n, v in names.items() if v.lineno < before.lineno}
+
+    def epoch_loops(self):
+        if not hasattr(self, "_epoch_loops"):
+            self._epoch_loops = [n for n in self.of_type(ast.For, ast.AsyncFor, ordered=True) if is_epoch_loop(n)]
+        return self._epoch_loops
+
+    def is_epoch_loop(self, loop):
+        if not hasattr(self, "_epoch_loop_set"):
+            self._epoch_loop_set = set(self.epoch_loops())
+        return loop in self._epoch_loop_set
+
+
+def pairs(target, value):
+    """(target, value) pairs of an assignment, tuples unpacked where both sides are tuples."""
+    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) and \
+            len(target.elts) == len(value.elts):
+        for t, v in zip(target.elts, value.elts):
+            yield from pairs(t, v)
+    else:
+        yield target, value
+
+
+def is_epoch_loop(loop):
+    return text_mentions(loop.target, re.compile("epoch", re.I)) or (
+        isinstance(loop.iter, ast.Call) and last_name(loop.iter) == "range" and
+        text_mentions(loop.iter, re.compile("epoch", re.I)))
+
+
+def is_batch_loop(loop, loaders):
+    it = loop.iter
+    if isinstance(it, ast.Call) and last_name(it) == "enumerate" and it.args:
+        it = it.args[0]
+    word = dotted(it)
+    return bool(word) and (word in loaders or re.search(r"loader|batches", word, re.I) is not None)
+
+
+def is_log_call(call):
+    name = dotted(call.func)
+    if name == "print":
+        return True
+    return bool(re.fullmatch(r"(logging|log|logger|\w*_logger|self\.logger)\.(info|warning|debug|error|log)", name))

@@ -1,0 +1,189 @@
+"""Saving and loading: who writes, how, what the file holds, where a resume starts.
+
+Each rule_* function takes a program.Module and yields (node, code, detail); RULES holds its codes:
+code -> (name, message, why, fix, lesson)."""
+
+import ast
+import re
+
+from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions, unparse
+
+RULES = {
+    "DDP005": ("unguarded-save", "torch.save() runs on every rank: guard it with `if rank == 0:`",
+               "Every process runs the whole script. N processes writing one file at once can leave a mix "
+               "of them, or a file cut short when one process replaces another's half-written copy.",
+               "if dist.get_rank() == 0: save ...; then dist.barrier() so nobody reads it too early. "
+               "Conservative: a save inside a function counts as guarded when every call of that function "
+               "in the file is guarded, or when the file never calls it.",
+               "05 · Rank-aware training"),
+    "DDP007": ("non-atomic-checkpoint", "checkpoint written in place: write a temporary file, then os.replace()",
+               "A job can be killed at any moment (preemption, a timeout, a crash on another rank). Killed "
+               "inside torch.save, it leaves half a checkpoint under the real name, and the next run cannot "
+               "resume at all.",
+               "torch.save(state, tmp); os.replace(tmp, path): a rename is atomic, so the file is either the "
+               "old one or the new one. Checked: torch.save of something that looks like a checkpoint (a "
+               "state_dict, a name with state/checkpoint/ckpt/snapshot) in a function with no rename.",
+               "05 · Rank-aware training; 08 · Fault tolerance"),
+    "DDP008": ("load-without-map-location", "torch.load() without map_location in a DDP script",
+               "A checkpoint remembers the device its tensors were saved from (cuda:0 on rank 0). Loaded "
+               "without map_location, every rank puts its copy on GPU 0: memory there runs out, and the "
+               "other ranks' tensors sit on the wrong device.",
+               "torch.load(path, map_location='cpu', weights_only=True) (load_state_dict then copies to the "
+               "model's device), or map_location=device.",
+               "05 · Rank-aware training"),
+    "DDP009": ("load-weights-only-false", "torch.load(..., weights_only=False) runs whatever code the file holds",
+               "torch.load unpickles: with weights_only=False a crafted file can run any code on every rank "
+               "of the job. A checkpoint of tensors, numbers and dicts needs none of that.",
+               "torch.load(path, map_location='cpu', weights_only=True); save only tensors, numbers, "
+               "strings, lists and dicts.",
+               "05 · Rank-aware training"),
+    "DDP010": ("saved-module-prefix", "{detail}.state_dict() saved: its keys start with 'module.'; "
+               "save {detail}.module.state_dict()",
+               "DDP wraps the model: the wrapper's state_dict() names every weight 'module.<name>'. A model "
+               "without DDP (evaluation, a single-GPU run, another script) then cannot load the file "
+               "('Missing key(s) ... Unexpected key(s) module.').",
+               "Save ddp_model.module.state_dict() (or the unwrapped model's state_dict()).",
+               "05 · Rank-aware training"),
+    "DDP020": ("resume-repeats-epoch", "the resumed run restarts at the epoch the checkpoint stored as finished: "
+               "that epoch runs twice",
+               "The checkpoint is written after epoch E is done and stores E; the resume starts range(E, ...), "
+               "so epoch E is trained a second time (and its sampler order repeats).",
+               "Start at checkpoint['epoch'] + 1, or store epoch + 1 ('the next epoch') and say so in the "
+               "key's name. Conservative: only when the file stores the loop's epoch as it is and starts a "
+               "range() from the loaded value as it is.",
+               "05 · Rank-aware training; 08 · Fault tolerance"),
+}
+
+
+def rule_unguarded_save(m):
+    """DDP005: torch.save on every rank of a DDP script.
+
+    Warning: likely wrong: N processes writing one file can leave it mixed or cut short.
+    """
+    if not m.is_distributed:
+        return
+    for call in m.named_calls("save"):
+        if dotted(call.func) == "torch.save" and not m.guarded(call) and not m.mentions_rank(call):
+            yield call, "DDP005", ""  # (a path that names the rank is a file per rank, on purpose)
+
+
+CHECKPOINTISH = re.compile(r"state|checkpoint|ckpt|snapshot", re.I)
+
+
+def rule_non_atomic_checkpoint(m):
+    """DDP007: torch.save of a checkpoint in a function that renames nothing, in a DDP script.
+
+    Advice: robustness: a checkpoint is lost only if the job dies during the write.
+    """
+    if not m.is_distributed:
+        return
+    renames_in = {}  # scope -> whether it renames a file: read once per scope
+    for call in m.named_calls("save"):
+        if dotted(call.func) != "torch.save" or len(call.args) < 1:
+            continue
+        obj = call.args[0]
+        looks = "state_dict" in {last_name(c) for c in calls_in(obj)} or text_mentions(obj, CHECKPOINTISH) or (
+            len(call.args) > 1 and text_mentions(call.args[1], CHECKPOINTISH))
+        if not looks:
+            continue
+        target = call.args[1] if len(call.args) > 1 else keyword(call, "f")
+        if target is not None and re.search(r"BytesIO|tmp|temp|partial", unparse(target), re.I):
+            continue  # a buffer, or a temporary file that some other line renames
+        scope = m.scope(call)
+        if scope not in renames_in:
+            renames_in[scope] = any(isinstance(n, ast.Call) and last_name(n) in ("replace", "rename")
+                                    and (dotted(n.func).startswith("os.") or len(n.args) == 1)
+                                    for n in m.scope_nodes(scope))
+        renames = renames_in[scope]
+        if target is not None and isinstance(target, ast.Name):
+            buffers = m.bound_to(scope, lambda v: "BytesIO" in unparse(v))
+            if target.id in buffers:
+                continue
+        if not renames:
+            yield call, "DDP007", ""
+
+
+def torch_loads(m):
+    """torch.load calls whose keywords can be read (no **kwargs)."""
+    return [call for call in m.named_calls("load") if dotted(call.func) == "torch.load" and
+            not any(k.arg is None for k in call.keywords)]
+
+
+def rule_load_without_map_location(m):
+    """DDP008: torch.load() without map_location, in a DDP script.
+
+    Warning: likely wrong: every rank's copy lands on the GPU it was saved from (GPU 0).
+    """
+    for call in torch_loads(m):
+        if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2:
+            yield call, "DDP008", ""
+
+
+def rule_load_weights_only_false(m):
+    """DDP009: torch.load(..., weights_only=False).
+
+    Warning: likely wrong: unpickling can run code from the file; needed only for pickled objects.
+    """
+    for call in torch_loads(m):
+        if is_const(keyword(call, "weights_only"), False):
+            yield keyword(call, "weights_only"), "DDP009", ""
+
+
+def rule_saved_module_prefix(m):
+    """DDP010: torch.save of ddp_model.state_dict().
+
+    Warning: likely wrong: the file cannot be loaded without DDP until its keys are renamed.
+    """
+    for save in m.named_calls("save"):
+        if dotted(save.func) != "torch.save" or not save.args:
+            continue
+        scope = m.scope(save)
+        ddp = m.ddp_names(scope, before=save)
+        saved = [save.args[0]]
+        if isinstance(save.args[0], ast.Name):  # state = {...}; torch.save(state, path)
+            values = m.bound_to(scope, lambda v: True)
+            saved += [values[save.args[0].id]] if save.args[0].id in values else []
+        for expr in saved:
+            for c in calls_in(expr):
+                if last_name(c) == "state_dict" and isinstance(c.func, ast.Attribute) and \
+                        dotted(c.func.value) in ddp:
+                    yield c, "DDP010", dotted(c.func.value)
+
+
+def rule_resume_repeats_epoch(m):
+    """DDP020: the file stores the epoch loop's variable as it is (the finished epoch), and starts a
+    range() at a value read from a checkpoint's epoch entry as it is (no + 1).
+
+    Error: a wrong result: an epoch is trained twice after every resume.
+    """
+    epochish = re.compile("epoch", re.I)
+    loop_vars = {dotted(loop.target) for loop in m.epoch_loops()} - {""}
+
+    def epoch_key(key):
+        return isinstance(key, ast.Constant) and isinstance(key.value, str) and epochish.search(key.value)
+
+    def finished_epoch(value):  # the loop variable itself (or a parameter of the same name), not epoch + 1
+        return isinstance(value, ast.Name) and value.id in loop_vars
+
+    stored = set()  # the keys under which the finished epoch is stored
+    for node in m.of_type(ast.Dict, ast.Call, ast.Assign):
+        if isinstance(node, ast.Dict):
+            stored |= {k.value for k, v in zip(node.keys, node.values) if epoch_key(k) and finished_epoch(v)}
+        elif isinstance(node, ast.Call) and dotted(node.func) == "dict":
+            stored |= {k.arg for k in node.keywords if k.arg and epochish.search(k.arg) and finished_epoch(k.value)}
+        elif isinstance(node, ast.Assign) and finished_epoch(node.value):
+            stored |= {t.slice.value for t in node.targets if isinstance(t, ast.Subscript) and epoch_key(t.slice)}
+    if not stored:
+        return
+
+    def loaded_epoch(expr):  # checkpoint["epoch"], under a key that stores a finished epoch
+        return isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) and expr.slice.value in stored
+
+    from_checkpoint = {name for scope in [None, *m.functions_flat()]
+                       for name, value in m.assignments(scope) if loaded_epoch(value)}
+    for loop in m.epoch_loops():
+        it = loop.iter
+        if isinstance(it, ast.Call) and last_name(it) == "range" and len(it.args) >= 2:
+            start = it.args[0]
+            if loaded_epoch(start) or dotted(start) in from_checkpoint:
+                yield start, "DDP020", ""

@@ -1,0 +1,132 @@
+"""How the data is split over the ranks: samplers, loaders, evaluation shards.
+
+Each rule_* function takes a program.Module and yields (node, code, detail); RULES holds its codes:
+code -> (name, message, why, fix, lesson)."""
+
+import ast
+import re
+
+from ..program import calls_in, is_const, keyword, last_name, text_mentions
+
+RULES = {
+    "DDP002": ("sampler-without-set-epoch", "DistributedSampler without sampler.set_epoch(epoch) in the epoch loop",
+               "A DistributedSampler shuffles with a seed plus the epoch it was last told. Without set_epoch() "
+               "its epoch stays 0, so every epoch visits the data in exactly the same order.",
+               "Call sampler.set_epoch(epoch) at the start of each epoch, before iterating the loader. "
+               "Conservative: silent when the sampler does not shuffle, when the file has no loop over epochs, "
+               "and when any set_epoch() call appears in the file.",
+               "05 · Rank-aware training; 06 · Why DDP is correct"),
+    "DDP003": ("shuffle-with-sampler", "shuffle=True next to a sampler: DataLoader refuses the pair",
+               "A sampler decides the order; DataLoader raises 'sampler option is mutually exclusive with "
+               "shuffle'. With a DistributedSampler the shuffling is the sampler's job (shuffle=True is its default).",
+               "Drop shuffle=True from the DataLoader; pass shuffle to DistributedSampler(dataset, shuffle=True).",
+               "04 · From single device to DDP"),
+    "DDP004": ("ddp-loader-without-sampler", "the training DataLoader of a DDP script has no sampler: "
+               "every rank trains on the whole dataset",
+               "Without a DistributedSampler (or another way to shard), each of N processes goes through all "
+               "the data every epoch: N times the work for the same result, and an epoch that is not one.",
+               "DataLoader(dataset, batch_size=..., sampler=DistributedSampler(dataset)). Conservative: only "
+               "a loader built in the same function as the loop that calls backward() on it, in a file that "
+               "wraps a model in DDP, over a dataset that cannot shard itself (a TensorDataset, a torchvision "
+               "dataset, a class of the file with __getitem__ and no __iter__), with no rank or world size in "
+               "sight (manual sharding).",
+               "04 · From single device to DDP"),
+    "DDP018": ("padded-evaluation", "DistributedSampler over an evaluation set repeats samples when its size "
+               "does not divide by the world size: a metric summed over the shards is not exact",
+               "DistributedSampler repeats samples until every rank has the same number (drop_last=False), "
+               "so with a size that does not divide by the world size the summed counts include duplicates: "
+               "the metric is close, not exact.",
+               "Shard without padding (rank r takes r, r + N, ...) and sum the counts, or gather (index, "
+               "result) and count each index once. Conservative: only a sampler over a dataset named "
+               "val/test/eval, without drop_last=True, in a file that gathers nothing.",
+               "05 · Rank-aware training"),
+}
+
+
+def distributed_samplers(m):
+    return m.named_calls("DistributedSampler")
+
+
+def rule_sampler_without_set_epoch(m):
+    """DDP002: a shuffling DistributedSampler, an epoch loop, and no set_epoch anywhere.
+
+    Error: a wrong result: every epoch visits the data in the same order.
+    """
+    if "set_epoch" in m.call_names or not m.epoch_loops():
+        return
+    evalish = re.compile(r"val|test|eval", re.I)
+    for call in distributed_samplers(m):
+        data = call.args[0] if call.args else keyword(call, "dataset")
+        if not is_const(keyword(call, "shuffle"), False) and not (data is not None and text_mentions(data, evalish)):
+            yield call, "DDP002", ""
+
+
+def rule_shuffle_with_sampler(m):
+    """DDP003: DataLoader(..., sampler=..., shuffle=True).
+
+    Error: a crash: DataLoader refuses a sampler with shuffle=True.
+    """
+    for call in m.named_calls("DataLoader"):
+        if is_const(keyword(call, "shuffle"), True):
+            sampler = keyword(call, "sampler")
+            if sampler is not None and not is_const(sampler, None):
+                yield keyword(call, "shuffle"), "DDP003", ""
+
+
+def rule_ddp_loader_without_sampler(m):
+    """DDP004: in a DDP file, the loader a backward() loop iterates has no sampler.
+
+    Error: a wrong result: every rank trains on the whole dataset, N times the work per epoch.
+    """
+    if not m.uses_ddp:
+        return
+    for loop in m.of_type(ast.For, ast.AsyncFor):
+        it = loop.iter.args[0] if isinstance(loop.iter, ast.Call) and last_name(loop.iter) == "enumerate" \
+            and loop.iter.args else loop.iter
+        if not isinstance(it, ast.Name):
+            continue
+        loaders = m.bound_to(m.scope(loop), lambda v: isinstance(v, ast.Call) and last_name(v) == "DataLoader")
+        call = loaders.get(it.id)
+        if call is None or keyword(call, "sampler") is not None or keyword(call, "batch_sampler") is not None:
+            continue
+        if "backward" not in {last_name(c) for c in calls_in(loop)}:  # last: it reads the whole loop
+            continue
+        if any(k.arg is None for k in call.keywords) or text_mentions(call, re.compile(r"rank|world", re.I)):
+            continue
+        source = call.args[0] if call.args else keyword(call, "dataset")
+        if isinstance(source, ast.Name):
+            source = m.bound_to(m.scope(loop), lambda v: True).get(source.id)
+        if map_style_dataset(m, source):  # an IterableDataset or a stream may shard itself
+            yield call, "DDP004", ""
+
+
+MAP_STYLE = {"TensorDataset", "ImageFolder", "DatasetFolder", "MNIST", "FashionMNIST", "CIFAR10", "CIFAR100",
+             "ImageNet", "SVHN", "STL10"}
+
+
+def map_style_dataset(m, made):
+    """Whether made builds a dataset that does not shard itself: a TensorDataset, a torchvision dataset, or
+    a class of this file with __getitem__ and no __iter__; and nothing in the call mentions a rank or shard."""
+    if not isinstance(made, ast.Call) or text_mentions(made, re.compile(r"rank|world|shard|split", re.I)):
+        return False
+    name = last_name(made)
+    if name in MAP_STYLE:
+        return True
+    classes = [n for n in m.of_type(ast.ClassDef) if n.name == name]
+    methods = {f.name for c in classes for f in c.body if isinstance(f, ast.FunctionDef)}
+    return bool(classes) and "__getitem__" in methods and "__iter__" not in methods
+
+
+def rule_padded_evaluation(m):
+    """DDP018: DistributedSampler(val_set) with padding, in a function that gathers nothing.
+
+    Warning: likely wrong: the metric counts some samples twice (close, not exact).
+    """
+    evalish = re.compile(r"val|test|eval|valid", re.I)
+    for call in distributed_samplers(m):
+        data = call.args[0] if call.args else keyword(call, "dataset")
+        if data is None or not text_mentions(data, evalish) or is_const(keyword(call, "drop_last"), True):
+            continue
+        if any("gather" in name for name in m.call_names):
+            continue  # the file gathers results: it may count each index once
+        yield call, "DDP018", ""

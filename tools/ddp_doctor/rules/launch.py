@@ -1,0 +1,134 @@
+"""How the processes start: the device a rank uses, the backend, the launcher's variables.
+
+Each rule_* function takes a program.Module and yields (node, code, detail); RULES holds its codes:
+code -> (name, message, why, fix, lesson)."""
+
+import ast
+import re
+
+from ..program import dotted, is_const, is_global_rank_expr, keyword, last_name, text_mentions, unparse
+
+RULES = {
+    "DDP001": ("global-rank-as-device", "{detail} is the global rank (get_rank() / RANK), used as a device index: "
+               "use LOCAL_RANK",
+               "get_rank() and RANK number the processes of the whole job. On a second machine they go on "
+               "from where the first machine stopped (8, 9, ...), so cuda:RANK names a GPU that does not exist "
+               "('invalid device ordinal'). The device index on a machine is the local rank.",
+               "local_rank = int(os.environ['LOCAL_RANK']); torch.cuda.set_device(local_rank). Conservative: "
+               "only a name assigned from get_rank() / RANK in the same function, or the call itself, used "
+               "directly as a device index (set_device, torch.device('cuda', i), f'cuda:{i}', .cuda(i), "
+               "device_ids=[i], .to(i)).",
+               "02 · Processes, ranks and world size; 04 · From single device to DDP"),
+    "DDP012": ("nccl-hard-coded", "init_process_group('nccl') hard-coded: no CPU path",
+               "NCCL runs only on CUDA GPUs. A script that names it outright fails on a laptop, in CI and on "
+               "any machine without a GPU, and cannot be tried out small before the real run.",
+               "backend = 'nccl' if torch.cuda.is_available() else 'gloo' (lesson 04's choose_device). "
+               "Silent when the call sits under an `if` that asks about CUDA.",
+               "04 · From single device to DDP"),
+    "DDP013": ("cuda-visible-devices-in-script", "CUDA_VISIBLE_DEVICES set inside the script",
+               "By the time the script runs, the launcher has already decided which processes run; setting "
+               "the variable in Python works only if nothing has touched CUDA yet, and then it renumbers the "
+               "GPUs under LOCAL_RANK, so local rank 1 may see one GPU or none.",
+               "Choose GPUs outside the script: CUDA_VISIBLE_DEVICES=0,2 torchrun --nproc_per_node=2 train.py.",
+               "04 · From single device to DDP"),
+    "DDP014": ("legacy-local-rank-argument", "{detail} as an argparse option: the legacy launcher's way",
+               "torch.distributed.launch passed --local_rank (since torch 2.0 --local-rank) on the command "
+               "line; torchrun passes nothing and sets LOCAL_RANK. Under torchrun the option keeps its "
+               "default (every process on GPU 0); under launch one spelling is 'unrecognized arguments'.",
+               "local_rank = int(os.environ['LOCAL_RANK']). Silent when the option's default reads LOCAL_RANK "
+               "(the compatible form lesson 04 shows).",
+               "04 · From single device to DDP"),
+}
+
+
+def is_global_rank(node, global_ranks):
+    """The global rank itself: a name bound to it in this scope, or the call that reads it."""
+    return (isinstance(node, ast.Name) and node.id in global_ranks) or is_global_rank_expr(node)
+
+
+def device_indices(call):
+    """The arguments of a call that name a device index: set_device(i), torch.device("cuda", i), .cuda(i),
+    .to(i), device_ids=[i]."""
+    name, found = dotted(call.func), []
+    if name.endswith("cuda.set_device") and call.args:
+        found = [call.args[0]]
+    elif name in ("torch.device", "device") and len(call.args) == 2 and is_const(call.args[0], "cuda"):
+        found = [call.args[1]]
+    elif last_name(call) in ("cuda", "to") and isinstance(call.func, ast.Attribute) and len(call.args) == 1 \
+            and not name.startswith("torch."):
+        found = [call.args[0]]
+    ids = keyword(call, "device_ids")
+    if isinstance(ids, (ast.List, ast.Tuple)):
+        found += ids.elts
+    return found
+
+
+def rule_global_rank_as_device(m):
+    """DDP001: a global rank used as a device index.
+
+    Error: a crash ('invalid device ordinal') or two processes on one GPU, on any machine after the first.
+    """
+    for call in m.calls:
+        for index in device_indices(call):
+            if is_global_rank(index, m.bound_to(m.scope(call), is_global_rank_expr)):
+                yield index, "DDP001", unparse(index)
+    for node in m.of_type(ast.JoinedStr):  # f"cuda:{rank}"
+        for before, value in zip(node.values, node.values[1:]):
+            if isinstance(before, ast.Constant) and str(before.value).endswith("cuda:") and \
+                    isinstance(value, ast.FormattedValue) and \
+                    is_global_rank(value.value, m.bound_to(m.scope(node), is_global_rank_expr)):
+                yield value.value, "DDP001", unparse(value.value)
+
+
+def rule_nccl_hard_coded(m):
+    """DDP012: init_process_group("nccl") with no CPU alternative around it.
+
+    Advice: portability: a GPU-only script is right to name NCCL; only a CPU run needs another backend.
+    """
+    if any(n.value == "gloo" for n in m.of_type(ast.Constant)):
+        return  # the file has a CPU path somewhere
+    for call in m.named_calls("init_process_group"):
+        backend = call.args[0] if call.args else keyword(call, "backend")
+        if not (isinstance(backend, ast.Constant) and isinstance(backend.value, str) and
+                backend.value.lower().startswith("nccl")):
+            continue
+        if any(text_mentions(a.test, re.compile(r"cuda|is_available|gpu|device|backend", re.I))
+               for a, _ in m.enclosing_ifs(call)):
+            continue
+        yield backend, "DDP012", ""
+
+
+def rule_cuda_visible_devices(m):
+    """DDP013: os.environ["CUDA_VISIBLE_DEVICES"] = ... (or setdefault / update / putenv) in the script.
+
+    Warning: likely wrong: it works only before CUDA starts, and renumbers the GPUs under LOCAL_RANK.
+    """
+    for node in m.of_type(ast.Assign, ast.AugAssign, ast.Call):
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Subscript) and dotted(target.value).endswith("environ") and \
+                        is_const(target.slice, "CUDA_VISIBLE_DEVICES"):
+                    yield target, "DDP013", ""
+        elif isinstance(node, ast.Call):
+            name = dotted(node.func)
+            if name.endswith(("environ.setdefault", "putenv")) and node.args and \
+                    is_const(node.args[0], "CUDA_VISIBLE_DEVICES"):
+                yield node, "DDP013", ""
+            elif name.endswith("environ.update") and any(k.arg == "CUDA_VISIBLE_DEVICES" for k in node.keywords):
+                yield node, "DDP013", ""
+
+
+def rule_legacy_local_rank_argument(m):
+    """DDP014: parser.add_argument("--local_rank") whose default does not come from LOCAL_RANK.
+
+    Advice: style: the legacy launcher's option; harmless where the script reads LOCAL_RANK anyway.
+    """
+    for call in m.named_calls("add_argument"):
+        flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        legacy = [f for f in flags if f in ("--local_rank", "--local-rank")]
+        if not legacy:
+            continue
+        default = keyword(call, "default")
+        if default is not None and text_mentions(default, re.compile(r"^LOCAL_RANK$")):
+            continue
+        yield call, "DDP014", legacy[0]

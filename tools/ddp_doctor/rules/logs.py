@@ -1,0 +1,119 @@
+"""What the ranks print: unguarded log lines, a shard's loss logged as the model's.
+
+Each rule_* function takes a program.Module and yields (node, code, detail); RULES holds its codes:
+code -> (name, message, why, fix, lesson)."""
+
+import ast
+import re
+
+from ..program import (
+    calls_in,
+    is_batch_loop,
+    keyword,
+    last_name,
+    names_in,
+    text_mentions,
+    unparse,
+    walk,
+)
+
+RULES = {
+    "DDP006": ("unguarded-log", "every rank logs this line: guard it with `if rank == 0:` or say the rank",
+               "Every process runs the loop, so an unguarded print or log call appears N times, each copy "
+               "with only that rank's numbers, and the lines of N processes run into each other.",
+               "Log from rank 0 (with numbers all-reduced over the ranks), or prefix a deliberate per-rank "
+               "line with its rank. Conservative: only prints and logging calls inside a loop over epochs or "
+               "batches, not to stderr, and not mentioning a rank.",
+               "04 · From single device to DDP; 05 · Rank-aware training"),
+    "DDP017": ("unreduced-logged-loss", "a loss is logged ({detail}) that is never all-reduced: it is this "
+               "rank's shard only",
+               "Each rank computes the loss of its own shard. Printed as it is, rank 0's loss describes 1/N "
+               "of the data, not the model's loss; each rank would print a different number.",
+               "Sum loss * batch and the sample counts over the ranks (dist.all_reduce, lesson 05's "
+               "sum_over_ranks) and log the quotient. Conservative: silent when the function passes the value "
+               "to any reduce, gather or all_reduce call.",
+               "05 · Rank-aware training"),
+}
+
+
+def rule_unguarded_log(m):
+    """DDP006: print / logging inside an epoch or batch loop, with no rank guard and no rank in the text.
+
+    Advice: style: N copies of a line; the training itself is unaffected.
+    """
+    if not m.is_distributed:
+        return
+    loaders = set()
+    for scope in [None, *[d for defs in m.functions.values() for d in defs]]:
+        loaders |= set(m.bound_to(scope, lambda v: isinstance(v, ast.Call) and last_name(v) == "DataLoader"))
+    for call in m.log_calls:
+        if m.guarded(call) or m.mentions_rank(call) or \
+                text_mentions(call, re.compile(r"device|gpu|hostname|pid|node", re.I)):
+            continue  # guarded, or a line that says which process it comes from
+        file = keyword(call, "file")
+        if file is not None and "stderr" in unparse(file):
+            continue
+        in_loop = False
+        for a in m.ancestors(call):
+            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                break
+            if isinstance(a, (ast.For, ast.AsyncFor)) and (m.is_epoch_loop(a) or is_batch_loop(a, loaders)):
+                in_loop = True
+        if in_loop:
+            yield call, "DDP006", ""
+
+
+REDUCERS = re.compile(r"reduce|gather|over_ranks|all_|mean_over|average", re.I)
+
+
+LOSS_CALL = re.compile(r"loss|criterion|cross_entropy|nll|mse|bce|l1|kl_div|ctc|margin", re.I)
+
+
+def loss_names(m, scope):
+    """Names that a loss computation assigns in this scope: loss = loss_fn(logits, y), loss = criterion(...) / k."""
+    return {name for name, value in m.assignments(scope) if isinstance(value, (ast.Call, ast.BinOp)) and
+            any(LOSS_CALL.search(last_name(c)) and not REDUCERS.search(last_name(c)) for c in calls_in(value))}
+
+
+def rule_unreduced_logged_loss(m):
+    """DDP017: a print of loss.item() (or of a sum of them) that no collective ever saw.
+
+    Warning: likely wrong: the logged loss is one shard's, not the model's.
+    """
+    if not m.is_distributed:
+        return
+    per_scope = {}  # scope -> (losses, reduced names, accumulators): read once per scope, not once per print
+    for call in m.log_calls:
+        scope = m.scope(call)
+        if scope not in per_scope:
+            per_scope[scope] = losses_of_scope(m, scope)
+        losses, reduced, accumulators = per_scope[scope]
+        if not losses:
+            continue
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            for c in calls_in(arg):
+                if last_name(c) == "item" and isinstance(c.func, ast.Attribute) and \
+                        isinstance(c.func.value, ast.Name) and c.func.value.id in losses - reduced:
+                    yield c, "DDP017", unparse(c)
+            for name in names_in(arg) & accumulators - reduced:
+                yield arg, "DDP017", name
+
+
+def losses_of_scope(m, scope):
+    """(loss names, names that a reduce saw, names that sum loss.item()) of one function (or the module)."""
+    losses = loss_names(m, scope)  # computed here: a parameter may hold a loss reduced by the caller
+    if not losses:
+        return losses, set(), set()
+    nodes = m.scope_nodes(scope)
+    reduced = set()
+    for c in nodes:
+        if isinstance(c, ast.Call) and REDUCERS.search(last_name(c)):
+            reduced |= names_in(c)
+    for n in nodes:  # x = ... reduced ...: x is reduced too
+        if isinstance(n, ast.Assign) and any(isinstance(c, ast.Call) and REDUCERS.search(last_name(c))
+                                             for c in walk(n.value)):
+            for t in n.targets:
+                reduced |= names_in(t)
+    accumulators = {n.target.id for n in nodes if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+                    and any(last_name(c) == "item" and names_in(c) & losses for c in calls_in(n.value))}
+    return losses, reduced, accumulators

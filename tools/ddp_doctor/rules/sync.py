@@ -1,0 +1,119 @@
+"""When the ranks synchronise: collectives under a rank test, no_sync() and gradient accumulation.
+
+Each rule_* function takes a program.Module and yields (node, code, detail); RULES holds its codes:
+code -> (name, message, why, fix, lesson)."""
+
+import ast
+
+from ..program import COLLECTIVES, calls_in, dotted, is_rank_test, last_name, names_in, walk
+
+RULES = {
+    "DDP011": ("collective-in-rank-branch", "{detail} inside a branch that only some ranks take: the others "
+               "never join it (the classic hang)",
+               "A collective (all_reduce, barrier, broadcast, ...) completes only when every rank calls it, "
+               "and a forward pass through the DDP model can start one. Under `if rank == 0:` rank 0 waits "
+               "for ranks that never come, until the timeout ends the job.",
+               "Call the collective on every rank, outside the branch, and keep only the rank-0 work (print, "
+               "save) inside it. Checked: dist collectives, the DDP model's forward, and functions of the "
+               "same file that call them; silent when the other branch calls a collective too.",
+               "05 · Rank-aware training; 09 · Debugging"),
+    "DDP015": ("no-sync-around-backward-only", "no_sync() around backward() only: the forward pass must be "
+               "inside it too",
+               "DDP decides in the forward pass whether the next backward all-reduces. A forward outside "
+               "no_sync() has already armed the all-reduce, so the gradients are synchronised at every "
+               "micro-step anyway: no_sync() saves nothing.",
+               "with ddp_model.no_sync(): loss = loss_fn(ddp_model(x), y); loss.backward(). Checked: a "
+               "no_sync() block that calls backward() but never uses the model it was taken from.",
+               "07 · Performance"),
+    "DDP016": ("accumulation-without-no-sync", "gradient accumulation in a DDP script without no_sync(): "
+               "every micro-step all-reduces",
+               "With accumulation the optimizer steps every k micro-steps, but DDP all-reduces the gradients "
+               "at every backward(): k times the communication for the same result.",
+               "Run the micro-steps before the last inside `with ddp_model.no_sync():` (forward and "
+               "backward). Checked: an `if ... % k` that calls .step() in a loop that calls backward(), in a "
+               "file that uses DDP and never no_sync().",
+               "07 · Performance"),
+}
+
+
+def rule_collective_in_rank_branch(m):
+    """DDP011: a collective, a DDP forward or a function that calls one, under `if rank == 0:`.
+
+    Error: a hang: the other ranks never join the collective.
+    """
+    other_side_syncs = {}  # (if, which side) -> whether the other side calls a collective too
+    ddp_models = {name.rpartition(".")[2] for scope in {m.scope(c) for c in m.calls} for name in m.ddp_names(scope)}
+    for call in m.named_calls(*COLLECTIVES, *m.collective_functions, *ddp_models):  # the calls that may sync
+        scope = m.scope(call)
+        name = last_name(call)
+        if m.is_collective(call):
+            what = f"dist.{name}()"
+        elif isinstance(call.func, ast.Name) and name in m.collective_functions:
+            what = f"{name}(), which calls a collective,"
+        elif dotted(call.func) in m.ddp_names(scope, before=call):
+            what = f"a forward pass through the DDP model {dotted(call.func)}"
+        else:
+            continue
+        loop_vars = {dotted(a.target) for a in m.ancestors(call) if isinstance(a, (ast.For, ast.AsyncFor))} - {""}
+        for branch, in_body in m.enclosing_ifs(call):
+            if isinstance(branch, ast.If) and is_rank_test(branch.test, m.rank_aliases):
+                if names_in(branch.test) & loop_vars:
+                    break  # `for rank in range(world_size): if rank == me:` every rank takes it in turn
+                key = (branch, in_body)
+                if key not in other_side_syncs:  # read each branch's other side once
+                    other = branch.orelse if in_body else branch.body
+                    ddp = m.ddp_names(scope)
+                    other_side_syncs[key] = any(
+                        m.is_collective(c) or last_name(c) in m.collective_functions or dotted(c.func) in ddp
+                        for s in other for c in calls_in(s))
+                if not other_side_syncs[key]:  # the other ranks call one too: no finding
+                    yield call, "DDP011", what
+                break
+
+
+def rule_no_sync_around_backward_only(m):
+    """DDP015: with model.no_sync(): ... backward() ..., and the model never used inside.
+
+    Warning: likely wrong: no_sync() was meant to save the all-reduce and saves nothing.
+    """
+    for node in m.of_type(ast.With, ast.AsyncWith):
+        for item in node.items:
+            ctx = item.context_expr
+            if not (isinstance(ctx, ast.Call) and last_name(ctx) == "no_sync" and isinstance(ctx.func, ast.Attribute)):
+                continue
+            model = dotted(ctx.func.value)
+            body_calls = [c for s in node.body for c in calls_in(s)]
+            if not model or "backward" not in {last_name(c) for c in body_calls}:
+                continue
+            uses_model = any(dotted(c.func) == model or dotted(c.func).startswith(model + ".") or
+                             any(dotted(a) == model for a in [*c.args, *(k.value for k in c.keywords)])
+                             for c in body_calls)
+            if not uses_model:
+                yield ctx, "DDP015", ""
+
+
+def rule_accumulation_without_no_sync(m):
+    """DDP016: `if ... % k ...: optimizer.step()` in a backward() loop of a DDP file without no_sync.
+
+    Advice: speed: k times the communication, the same result.
+    """
+    if not m.uses_ddp or "no_sync" in m.call_names or any(
+            n.attr == "require_backward_grad_sync" for n in m.of_type(ast.Attribute)):
+        return  # no_sync() somewhere, or the switch it sets, set by hand (nanoGPT's way)
+    steps = {id(n) for n in m.of_type(ast.If) if is_accumulation_step(n)}
+    if not steps:
+        return  # read each loop below only where some `if` could be the finding
+    for loop in m.of_type(ast.For, ast.AsyncFor, ast.While, ordered=True):  # the first such loop: one finding
+        if "backward" not in {last_name(c) for s in loop.body for c in calls_in(s)}:
+            continue
+        for node in walk(loop):
+            if id(node) in steps:
+                yield node, "DDP016", ""
+                return
+
+
+def is_accumulation_step(node):
+    """`if ... % k ...:` whose body calls .step() without arguments (optimizer.step())."""
+    return any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mod) for b in walk(node.test)) and any(
+        last_name(c) == "step" and isinstance(c.func, ast.Attribute) and not c.args
+        for s in node.body for c in calls_in(s))
