@@ -32,7 +32,8 @@ WATCHED = {signal.SIGUSR1, signal.SIGTERM}
 
 
 def who(pid):
-    """The program name of process pid (its /proc comm: 'slurmstepd', 'torchrun', …), or '?' if it is gone."""
+    """The program name of process pid (its /proc comm: 'slurmstepd', 'pt_elastic' for a torchrun agent, …),
+    or '?' if it is gone."""
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:

@@ -17,7 +17,7 @@ def fake_results():
         allreduce=dict(world_size=2, rows=allreduce),
         single=dict(scaling=[ROW]),
         ddp=dict(mlp_parameters=1_800_000,
-                 scaling=[dict(ROW, processes=2, global_batch=128, samples_per_s=9000.0)],
+                 scaling=[dict(ROW), dict(ROW, processes=2, global_batch=128, samples_per_s=9000.0)],
                  buckets=[dict(bucket_cap_mb=0.001, allreduce_calls_per_step=101, tensors=202, ms_per_step=100.0),
                           dict(bucket_cap_mb=25.0, allreduce_calls_per_step=1, tensors=202, ms_per_step=20.0)],
                  no_sync=[dict(variant="no_sync", micro_steps=8, allreduce_calls_per_optimizer_step=2,
@@ -40,6 +40,7 @@ def test_markdown_names_the_machine_and_every_table():
     assert "| compile | 12.50 | 11.00–15.50 | 34.00 | 1.0 | 90.8% |" in md
     assert "10 interleaved rounds of 4 steps" in md
     assert "busy" not in md
+    assert "| 1 × 1 | one process (rank 0 alone, same rounds) | 64 | 64 | 10.0 | 6400 |" in md
     # every table row has as many cells as its header
     for block in md.split("\n\n"):
         rows = [line for line in block.splitlines() if line.startswith("|")]
@@ -64,3 +65,12 @@ def test_markdown_warns_when_the_machine_was_busy():
     results = fake_results()
     results["ddp"]["scaling"][0]["cpu_share"] = 0.3
     assert "The machine was busy during this run" in bench.markdown(results)
+
+
+def test_markdown_of_a_gpu_run_has_no_thread_counts():
+    """On CUDA the scaling rows have threads=None: the table says '–', and the busy check does not crash."""
+    results = fake_results()
+    for row in results["ddp"]["scaling"]:
+        row["threads"] = None
+    md = bench.markdown(results)
+    assert "| 1 × – | one process" in md and "busy" not in md, md

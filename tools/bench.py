@@ -4,7 +4,8 @@
 
 Runs, with this interpreter's torch:
   1. ddp_scripts/07_allreduce_bench.py under torchrun (nccl-tests style: latency, algbw, busbw);
-  2. ddp_scripts/07_ddp_perf.py as one plain process (threads sweep; DataParallel on >= 2 GPUs);
+  2. ddp_scripts/07_ddp_perf.py as one plain process (DataParallel on >= 2 GPUs; the table's one-process
+     rows come from the next launch, timed in the same rounds as DDP);
   3. ddp_scripts/07_ddp_perf.py under torchrun (scaling, bucket_cap_mb sweep, no_sync);
   4. ddp_scripts/11_fast_ddp.py under torchrun (lesson 11: mixed precision, torch.compile with inductor,
      compression hooks; each variant warmed up, then timed in interleaved rounds: median and min-max).
@@ -87,7 +88,8 @@ def markdown(results):
     out = [f"Measured {m['date']} on {m['cpu_cores']} CPU cores ({m['processor']}), {hardware}, "
            f"Python {m['python']}, torch {m['torch']}, backend {m['backend']}, {results['nproc']} processes "
            f"(`make bench`, {results['seconds']:.0f} s).", ""]
-    share = min(r["cpu_share"] for r in results["single"]["scaling"] + results["ddp"]["scaling"] if r["threads"] == 1)
+    scaling = results["ddp"]["scaling"]  # one process (rank 0 alone) and DDP, timed in the same shuffled rounds
+    share = min((r["cpu_share"] for r in scaling if r["threads"] in (1, None)), default=1.0)  # None: a GPU run
     if share < 0.6:  # single-threaded processes got well under a core each: other work shared the machine
         out += [f"> **The machine was busy during this run** (lowest CPU share of a single-threaded process "
                 f"{share:.2f}, about 1 when quiet): the times are inflated; rerun `make bench` on a quiet machine.", ""]
@@ -101,9 +103,9 @@ def markdown(results):
                 "slowest rank; CPU share ≈ 1 per thread on a quiet machine)", "",
             "| processes × threads | regime | batch/process | global batch | ms/step | samples/s | CPU share "
             "| CPU µs/sample |", "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for r in results["single"]["scaling"] + results["ddp"]["scaling"]:
+    for r in scaling:
         threads = r["threads"] if r["threads"] else "–"
-        regime = "one process" if r["processes"] == 1 else r["regime"]
+        regime = "one process (rank 0 alone, same rounds)" if r["processes"] == 1 else r["regime"]
         out.append(f"| {r['processes']} × {threads} | {regime} | {r['per_process_batch']} | {r['global_batch']} | "
                    f"{r['ms_per_step']:.1f} | {r['samples_per_s']:.0f} | {r['cpu_share']:.2f} | "
                    f"{r['cpu_us_per_sample']:.0f} |")

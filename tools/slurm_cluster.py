@@ -258,12 +258,14 @@ MailProg=/bin/true
 SlurmdTimeout=30
 InactiveLimit=0
 # Latency, tuned for a lesson that waits on short jobs; each line says what it costs a real cluster.
-# A submitted job starts at the controller's next background pass (about once a second). These remove the
-# throttles on that pass (batch jobs may wait up to 3 s by default, so that a burst of submissions is
-# scheduled at once); on a busy cluster every submission would then cost a scheduling pass.
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
-# Seconds between SIGTERM and SIGKILL when a job is cancelled, requeued or reaches its time limit (default
-# 30): the time a job has to save its work. The lesson's jobs save on SIGUSR1 before that; a real job that
+# A submitted job starts at the controller's next background pass (about once a second). batch_sched_delay=0
+# removes the delay batch jobs may get before that pass schedules them (3 s by default, so that a burst of
+# submissions is scheduled together); on a busy cluster the controller would then schedule batch jobs more
+# often, each pass taking its time from everything else it does.
+SchedulerParameters=batch_sched_delay=0
+# Seconds between SIGTERM and SIGKILL when a job is cancelled, requeued or reaches its time limit, and when
+# a step's tasks are ended (srun --kill-on-bad-exit, scancel) (default 30): the time a job has to save its
+# work. The lesson's jobs save on SIGUSR1 before that; a real job that
 # checkpoints on SIGTERM needs the full default or more.
 KillWait=5
 # No Prolog or Epilog scripts run here (a real cluster's often check or clean the node at every job, which
