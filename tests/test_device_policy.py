@@ -18,7 +18,15 @@ from conftest import NOTEBOOKS, SCRIPTS
 from test_scripts import CASES, _load  # _load: import a script once, main() not run
 
 SINGLE_PROCESS = {"01_single_device.py", "03_data_parallel.py"}  # no process group: the GPU if there is one
-DISTRIBUTED = sorted(set(CASES) - SINGLE_PROCESS)
+NO_DEVICE = {"10_signal_report.py"}  # launched by torchrun, but it only logs the signals it gets: no torch at all
+DISTRIBUTED = sorted(set(CASES) - SINGLE_PROCESS - NO_DEVICE)
+
+
+@pytest.mark.parametrize("name", sorted(NO_DEVICE))
+def test_scripts_without_a_device_touch_neither_torch_nor_a_process_group(name):
+    """The scripts left out of the device policy must really have no device to choose."""
+    text = (SCRIPTS / name).read_text()
+    assert "import torch" not in text and "init_process_group" not in text, name
 GPUS, PROCESSES = (0, 1, 2, 8), (1, 2, 3, 4)
 
 

@@ -102,6 +102,7 @@ CPU_SECONDS = {
     "08_elastic_train.py": (8.3, 11.7),
     "09_collective_bugs.py": (5.6, 12.6),
     "10_node_report.py": (3.5, 7.8),
+    "10_signal_report.py": (0.6, 0.6),  # one plain process, no torch import: 0.53-0.55 s in 3 runs, 2026-12-02
     "11_fast_ddp.py": (7.2, 11.1),
     "12_data_loading.py": (6.1, 11.1),
     "12_uneven_inputs.py": (13.6, 8.2),
