@@ -90,7 +90,8 @@ def main() -> int:
         return 0
     have = f"torch {installed}" if installed else "no torch"
     if action == "install":
-        print(f"{have} here does not satisfy TORCH_SPEC={args.spec}: installing it", flush=True)
+        print(f"{have} here does not satisfy TORCH_SPEC={args.spec}: installing it" if installed else
+              f"no torch here yet: installing TORCH_SPEC={args.spec}", flush=True)
     else:
         print(f"TORCH_SPEC={args.spec} names no version: installing the newest torch ({have} here now)", flush=True)
     pip = PIP + (["--upgrade"] if action == "upgrade" else []) + [args.spec]
