@@ -4,8 +4,8 @@
 
 Runs, with this interpreter's torch:
   1. ddp_scripts/07_allreduce_bench.py under torchrun (nccl-tests style: latency, algbw, busbw);
-  2. ddp_scripts/07_ddp_perf.py as one plain process (DataParallel on >= 2 GPUs; the table's one-process
-     rows come from the next launch, timed in the same rounds as DDP);
+  2. on >= 2 GPUs only, ddp_scripts/07_ddp_perf.py as one plain process, for nn.DataParallel (the table's
+     one-process rows come from the next launch, timed in the same rounds as DDP);
   3. ddp_scripts/07_ddp_perf.py under torchrun (scaling, bucket_cap_mb sweep, no_sync);
   4. ddp_scripts/11_fast_ddp.py under torchrun (lesson 11: mixed precision, torch.compile with inductor,
      compression hooks; each variant warmed up, then timed in interleaved rounds: median and min-max).
@@ -148,8 +148,9 @@ def main(argv=None):
            out / "allreduce.log", args.timeout)
     perf = ["--batch-size", args.batch_size, "--width", args.width, "--steps", args.steps]
     data_parallel = min(args.nproc, info["cuda_devices"]) if info["cuda_devices"] >= 2 else 0
-    launch([sys.executable, SCRIPTS / "07_ddp_perf.py", *perf, "--threads", args.threads,
-            "--data-parallel", data_parallel, "--out", out / "single.json"], out / "single.log", args.timeout)
+    if data_parallel:  # nn.DataParallel: one process driving the GPUs (the table's one-process rows come next)
+        launch([sys.executable, SCRIPTS / "07_ddp_perf.py", *perf, "--data-parallel", data_parallel,
+                "--out", out / "single.json"], out / "single.log", args.timeout)
     launch([*torchrun, SCRIPTS / "07_ddp_perf.py", *perf, "--threads", args.threads, "--out", out / "ddp.json"],
            out / "ddp.log", args.timeout)
     sys.path.insert(0, str(REPO / "notebooks"))
@@ -161,7 +162,7 @@ def main(argv=None):
             args.fast_epochs, "--rounds", args.fast_rounds, "--out", out / "fast.json"], out / "fast.log", args.timeout)
     results = dict(machine=info, nproc=args.nproc, seconds=time.perf_counter() - started,
                    allreduce=json.loads((out / "allreduce.json").read_text()),
-                   single=json.loads((out / "single.json").read_text()),
+                   single=json.loads((out / "single.json").read_text()) if data_parallel else {},
                    ddp=json.loads((out / "ddp.json").read_text()),
                    fast=json.loads((out / "fast.json").read_text()))
     (out / "results.json").write_text(json.dumps(results, indent=1))
