@@ -15,6 +15,7 @@ import sys
 
 import pytest
 from conftest import NOTEBOOKS, SCRIPTS, run
+from test_hygiene import cells, lesson_code  # a code cell as Python, shell lines as `pass`
 
 LESSON = NOTEBOOKS / "07_performance.ipynb"
 
@@ -50,17 +51,6 @@ def data_parallel_record(ddp):
              memory_mb_per_device=[150.0, 90.0])])
 
 
-def code_cells(notebook):
-    """The lesson's code cells as Python: %%writefile cells left out, shell lines (!...) made `pass`."""
-    cells = json.loads(notebook.read_text())["cells"]
-    for cell in cells:
-        source = "".join(cell["source"])
-        if cell["cell_type"] != "code" or source.startswith("%%"):
-            continue
-        yield "\n".join(line[:len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("!", "%"))
-                        else line for line in source.splitlines())
-
-
 @pytest.fixture(scope="module")
 def cpu_records(tmp_path_factory):
     folder = tmp_path_factory.mktemp("07")
@@ -90,8 +80,9 @@ def test_lesson_07_cells_run_on_cuda_shaped_records(cpu_records, tmp_path, monke
     as_on_two_gpus = dict(device="cuda:0", backend="nccl", cuda_devices=2, data_parallel_devices=2, ddp_processes=2)
     printed = []
     namespace["print"] = lambda *args, **kwargs: printed.append(" ".join(map(str, args)))
-    for number, source in enumerate(code_cells(LESSON)):
-        exec(compile(source, f"{LESSON.name}, code cell {number}", "exec"), namespace)
+    for number, cell in enumerate(cells(LESSON)):
+        source = lesson_code(cell)  # "" for markdown and %%writefile cells
+        exec(compile(source, f"{LESSON.name}, cell {number}", "exec"), namespace)
         if "data_parallel_devices =" in source:  # the cell that looks at this machine's devices
             namespace.update(as_on_two_gpus)
     text = "\n".join(printed)
