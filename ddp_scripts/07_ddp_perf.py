@@ -226,7 +226,7 @@ def timed(step, steps, warmup, device, cpu=None):
     cpu_share = cpu_seconds / (time.perf_counter() - wall_started)
     if cpu is not None:
         cpu.append(sum_over_ranks(cpu_seconds / steps, device=device)[0])
-    return slowest(sorted(times)[len(times) // 2], device), -slowest(-cpu_share, device)
+    return slowest(median(times), device), -slowest(-cpu_share, device)
 
 
 def counting(ddp_model, counter):
@@ -398,7 +398,7 @@ def buckets(args, device, rounds=3):
             times[cap].append(timed(timed_steps[cap], max(1, args.steps // rounds), 1, device)[0])
     tensors = len(list(many_small(args.small_layers).parameters()))
     return [dict(bucket_cap_mb=cap, allreduce_calls_per_step=counts[cap], tensors=tensors,
-                 ms_per_step=1000 * sorted(times[cap])[rounds // 2]) for cap in args.bucket_caps]
+                 ms_per_step=1000 * median(times[cap])) for cap in args.bucket_caps]
 
 
 def bucket_layout(args, device, iterations=3):
