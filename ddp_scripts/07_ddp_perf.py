@@ -379,7 +379,7 @@ def data_parallel(args, device):
 def buckets(args, device, rounds=3):
     """Step time and all-reduce calls per step over bucket_cap_mb, on a model of many small tensors."""
     x, y = batch(32, device, shape=(32,))
-    timed_steps, counts = {}, {}
+    timed_steps, counts, cap_bytes = {}, {}, {}
     for cap in args.bucket_caps:
         torch.manual_seed(args.seed)
         counter = [0]
@@ -391,32 +391,39 @@ def buckets(args, device, rounds=3):
         counted()
         counts[cap] = counter[0]
         torch.manual_seed(args.seed)
-        timed_steps[cap] = train_step(wrap(many_small(args.small_layers).to(device), device, bucket_cap_mb=cap), x, y)
+        capped = wrap(many_small(args.small_layers).to(device), device, bucket_cap_mb=cap)
+        cap_bytes[cap] = capped.bucket_bytes_cap  # what DDP made of the cap: bucket_cap_mb * 1024 * 1024, MiB
+        timed_steps[cap] = train_step(capped, x, y)
     times = {cap: [] for cap in args.bucket_caps}
     for _ in range(rounds):  # interleaved, so that a noisy moment hits every setting alike
         for cap in args.bucket_caps:
             times[cap].append(timed(timed_steps[cap], max(1, args.steps // rounds), 1, device)[0])
     tensors = len(list(many_small(args.small_layers).parameters()))
-    return [dict(bucket_cap_mb=cap, allreduce_calls_per_step=counts[cap], tensors=tensors,
-                 ms_per_step=1000 * median(times[cap])) for cap in args.bucket_caps]
+    return [dict(bucket_cap_mb=cap, bucket_bytes_cap=cap_bytes[cap], allreduce_calls_per_step=counts[cap],
+                 tensors=tensors, ms_per_step=1000 * median(times[cap])) for cap in args.bucket_caps]
 
 
 def bucket_layout(args, device, iterations=3):
     """Which gradients each bucket held, iteration by iteration, as DDP's comm hook receives them.
 
-    torch 2.13 (torch/nn/parallel/distributed.py, BucketCapacityConfig.compute_bucket_size_limits): with
-    find_unused_parameters=False, the first iteration puts every gradient in ONE bucket; before the second
-    forward, DDP rebuilds the buckets once, in the order the gradients became ready, the first one capped
-    at dist._DEFAULT_FIRST_BUCKET_BYTES (1 MiB) when bucket_cap_mb is left at its default. With
-    find_unused_parameters=True it never rebuilds: buckets in reverse order of model.parameters().
+    As read in torch 2.13's source: the first iteration's buckets come from
+    _BucketCapacityConfig.compute_bucket_size_limits (torch/nn/parallel/distributed.py). With
+    find_unused_parameters=False (or static_graph=True) that is ONE bucket for every gradient. Before the
+    second forward, Reducer::rebuild_buckets (torch/csrc/distributed/c10d/reducer.cpp; the condition,
+    should_rebuild_buckets, in reducer.hpp) rebuilds them once, in the order the gradients became ready,
+    the first one capped at dist._DEFAULT_FIRST_BUCKET_BYTES (1 MiB) when bucket_cap_mb is left at its
+    default. static_graph=True records no order in its first iteration (it all-reduces everything after
+    backward), so it rebuilds one iteration later, before the third forward. With
+    find_unused_parameters=True it never rebuilds: buckets in reverse order of model.parameters(), the
+    first-defined parameters' bucket capped likewise.
     """
     x, y = batch(8, device)
     layouts = {}
-    for find_unused in (False, True):
+    for setting in ("default", "find_unused_parameters", "static_graph"):
         torch.manual_seed(args.seed)
         model = mlp(args.width).to(device)
         names = {id(p): name for name, p in model.named_parameters()}
-        ddp_model = wrap(model, device, find_unused_parameters=find_unused)
+        ddp_model = wrap(model, device, **({} if setting == "default" else {setting: True}))
         seen = []
 
         def hook(state, bucket, seen=seen, names=names):
@@ -428,7 +435,7 @@ def bucket_layout(args, device, iterations=3):
         for _ in range(iterations):
             seen.append([])
             step()
-        layouts["find_unused_parameters" if find_unused else "default"] = seen
+        layouts[setting] = seen
     parameters = list(mlp(args.width).named_parameters())
     return dict(layouts=layouts, parameter_order=[name for name, _ in parameters],
                 parameter_bytes={name: p.numel() * p.element_size() for name, p in parameters},

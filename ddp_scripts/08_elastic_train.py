@@ -595,6 +595,9 @@ def main():
     settings = {name: getattr(args, name) for name in RUN_SETTINGS}
     snapshot = read_snapshot(args.snapshot_dir, settings)  # before any work: a bad file is an error now
     device = setup_distributed(args.timeout, args.device)
+    if device.type == "cuda":  # bit for bit needs kernels that add in a fixed order: cuDNN's default choice
+        torch.backends.cudnn.deterministic = True  # of convolution backward may not (lesson 08, "Bit for bit")
+        torch.backends.cudnn.benchmark = False
     try:
         train(args, settings, snapshot, device, preemption)
     except BaseException:
