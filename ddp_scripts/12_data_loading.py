@@ -239,8 +239,10 @@ def summarise(rows):
 
 
 def spread(values):
-    """The median of some values and their range: what a comparison of timings may rest on."""
-    return dict(median=statistics.median(values), min=min(values), max=max(values), n=len(values))
+    """The median of some values, their range, and the values themselves in round order: a comparison of two
+    configurations pairs their values round by round (the rounds are interleaved)."""
+    return dict(median=statistics.median(values), min=min(values), max=max(values), n=len(values),
+                per_round=list(values))
 
 
 def print_summary(report):
@@ -310,7 +312,8 @@ def parse_args():
                         help="milliseconds each __getitem__ of the I/O-like runs sleeps (a disk or network read)")
     parser.add_argument("--step-ms", type=positive_float, default=4.0,
                         help="CPU milliseconds the main process spends on each batch (its share of a training step)")
-    parser.add_argument("--rounds", type=positive_int, default=3, help="timed passes of each configuration")
+    parser.add_argument("--rounds", type=positive_int, default=5,
+                        help="timed passes of each configuration (5: all rounds agree by chance 1 time in 16)")
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--device", choices=["auto", "cpu"], default="auto",
                         help="auto: NCCL and one GPU per process where CUDA exists, else gloo and the CPU; "

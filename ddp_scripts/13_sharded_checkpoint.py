@@ -192,7 +192,27 @@ def compare_builds(args, device, mesh):
     record = dict(naive=naive_meter.steps, meta=meta_meter.steps, naive_cuda_max=naive_cuda, meta_cuda_max=meta_cuda,
                   rows_equal_naive_first_rows=from_first_rows)
     return naive, dict(ranks=gather_from_every_rank(record), equal_tensors=equal, tensors=len(naive_state),
-                       first_tensor=first)
+                       first_tensor=first, row_copies={name: row_copies(meta_state[name].full_tensor())
+                                                       for name in meta_state})
+
+
+def row_copies(tensor):
+    """For each row (element, for a vector) of a tensor: the index of the first row equal to it, itself if none
+    before it is. Distinct rows give [0, 1, 2, ...]; a tensor of N stacked copies repeats one block of indices."""
+    rows = tensor.detach().cpu().reshape(len(tensor), -1)
+    return [next(i for i in range(j + 1) if torch.equal(rows[i], rows[j])) for j in range(len(rows))]
+
+
+def rows_held(model, path):
+    """Which rows of full.pt each of this rank's parameter shards holds after the load: every offset s at which
+    the file's tensor, rows s to s + len(shard), equals the shard (read back from the file for this check only)."""
+    saved = torch.load(path, map_location="cpu", weights_only=True)["model"]
+    held = {}
+    for name, p in model.named_parameters():
+        mine, full = p.to_local().detach().cpu(), saved[name]
+        held[name] = dict(rows=len(mine), offsets=[s for s in range(len(full) - len(mine) + 1)
+                                                   if torch.equal(full[s:s + len(mine)], mine)] if len(mine) else [])
+    return held
 
 
 def tensors_in(tree):
@@ -236,7 +256,7 @@ def save_full_on_rank_0(model, optimizer, path):
     if dist.get_rank() == 0:
         temporary = path.with_name(path.name + ".tmp")
         torch.save(full, temporary)
-        os.replace(temporary, path)  # atomic: never half a file
+        os.replace(temporary, path)  # atomic: a crash of the process leaves no half file (no fsync: not a power loss)
     dist.barrier()
     return local_bytes(full), storage_bytes(full)
 
@@ -315,7 +335,8 @@ def load(args, device):
         load_full_checkpoint(model, optimizer, args.load / "full.pt", meter)
     broadcast_unequal, _, broadcast_same_names = unequal_to_file(model, optimizer, args.load / "full.pt")
     broadcast = dict(ranks=gather_from_every_rank(meter.steps), unequal=broadcast_unequal,
-                     same_names=broadcast_same_names)
+                     same_names=broadcast_same_names,
+                     rows_held=gather_from_every_rank(rows_held(model, args.load / "full.pt")))
     del model, optimizer
 
     with LiveBytes() as meter:
