@@ -241,16 +241,24 @@ def headings(text):
     return [line for line in text.splitlines() if re.match(r"#{1,6} ", line)]
 
 
+@functools.cache
+def linked_anchors():
+    """The anchors (#…) that the English lessons link to."""
+    return frozenset(anchor for notebook in lesson_notebooks() for _, text in markdown_cells(notebook)
+                     for anchor in re.findall(r"\]\([^)#\s]*#([^)\s]+)\)", text))
+
+
 def keep_english_anchors(english, translated):
-    """Give each translated heading the id of its English heading too (`<a id="…"></a>`), so a link to
-    `#Glossary-術語表` resolves in every edition. Headings are paired in order, when both have as many."""
+    """Give each translated heading that a lesson links to the id of its English heading too
+    (`<a id="…"></a>`), so a link to `#Glossary-術語表` resolves in every edition. Headings are paired in
+    order, when both have as many."""
     ours, theirs = headings(english), headings(translated)
     if len(ours) != len(theirs):
         return translated
     lines = translated.split("\n")
     for en, zh in zip(ours, theirs):
         anchor = heading_anchor(en)
-        if anchor != heading_anchor(zh) and f'id="{anchor}"' not in zh:
+        if anchor in linked_anchors() and anchor != heading_anchor(zh) and f'id="{anchor}"' not in zh:
             index = lines.index(zh)
             lines[index] = f'{zh} <a id="{anchor}"></a>'
     return "\n".join(lines)
