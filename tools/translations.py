@@ -335,6 +335,7 @@ INDEX_STRINGS = {
     "failed": "failed",
     "defaults": "defaults",
     "language-bar": "This lesson in:",
+    "index-language-bar": "These handouts in:",
     "index-link": "All lessons",
 }
 LANGUAGE_NAMES = {"en": "English", "zh-Hant": "繁體中文", "zh-Hans": "简体中文"}
