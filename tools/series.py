@@ -496,6 +496,12 @@ def export_editions(nb_path: Path, out: Path, force: bool = False) -> float | No
     for edition, page in zip(translations.EDITIONS, pages):
         nb = translations.edition_notebook(nb_path, edition, nbformat.read(executed, as_version=4))
         export_html(executed, page, edition=edition, nb=nb, editions=EDITIONS)
+    english = out / "handouts" / f"{stem}.html"  # exported before the lesson had a catalog: give it the bar
+    if english.exists():
+        text = english.read_text()
+        text = re.sub(r'<nav class="ddp-languages".*?</nav>', lambda _: language_bar(stem, "en", EDITIONS), text,
+                      count=1, flags=re.S)
+        english.write_text(text)
     stamp.write_text(json.dumps(key))
     return time.perf_counter() - started
 
