@@ -231,7 +231,7 @@ def heading_anchor(line):
     text = line.lstrip("#").strip()
     text = re.sub(r"<[^>]+>", "", text)
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
-    text = re.sub(r"[`*_]", "", text).strip()
+    text = re.sub(r"`|\*\*?", "", text).strip()
     return text.replace(" ", "-")
 
 
