@@ -1,6 +1,7 @@
 """The series runner: execute the lessons with papermill, export offline HTML handouts, index them.
 
     python tools/series.py build [-p NAME=VALUE ...] [--force] [--only 04] [--out build]
+    python tools/series.py time-editions [--out build] [--repeat 3]   # what the Chinese export costs
 
 For each notebooks/NN_slug.ipynb, in reading order:
   1. execute it with papermill in a fresh sandbox (build/sandbox/NN_slug/notebooks as the working
