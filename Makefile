@@ -2,6 +2,8 @@
 #   make handouts   execute every lesson with papermill, export offline HTML to build/handouts/
 #   make test       the whole test suite (what CI runs)
 #   make lab        JupyterLab in notebooks/, with this environment's bin/ on PATH
+#                   (EDITION=zh-Hant or zh-Hans: first writes the Chinese notebooks NN_slug.zh-Hant.ipynb beside the
+#                   English ones, from translations/, and opens lesson 00 of that edition)
 #   make bench      measurements outside the notebooks (lessons 07 and 11; build/bench/), and lesson 07's timing claims
 #   make soak       launch every script 50 times in a row; count unclean exits
 #   make gpu-check  on a machine with NVIDIA GPUs: every script and lesson on NCCL, report in build/gpu-check/
@@ -36,7 +38,8 @@ test: env
 	$(BIN)/python -m pytest
 
 lab: env
-	cd notebooks && $(BIN)/jupyter lab
+	$(if $(EDITION),$(BIN)/python tools/translations.py notebooks --edition $(EDITION))
+	cd notebooks && $(BIN)/jupyter lab $(if $(EDITION),00_setup.$(EDITION).ipynb)
 
 # Measurements, then lesson 07 with its timing claims asserted (check_timings=True): run it on a quiet
 # machine. make test and make handouts never assert on wall-clock time.

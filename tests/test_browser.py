@@ -43,6 +43,8 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 sys.path.insert(0, str(NOTEBOOKS))
 import series  # noqa: E402  (tools/ is put on sys.path by conftest)
 
+import translations  # noqa: E402
+
 
 def _no_browser_reason() -> str | None:
     """Why the browser tests cannot run here (as tools/ensure_browser.py recorded it), or None."""
@@ -146,8 +148,8 @@ def test_handout_offline(browser, handouts, name):
     problems, facts = check_page(browser, page, handouts, SHOTS / f"handout_{name}.png")
     assert not problems, f"{page.name}:\n" + "\n".join(problems)
     if name == "index":
-        links = set(re.findall(r'href="([^"]+\.html)"', page.read_text()))
-        assert links == {f"{stem}.html" for stem in _handout_names()[1:]}, links
+        links = {link for link in re.findall(r'href="([^"]+\.html)"', page.read_text()) if "/" not in link}
+        assert links == {f"{stem}.html" for stem in _handout_names()[1:]}, links  # (zh-*/…: the Chinese editions)
     notebook = NOTEBOOKS / f"{name}.ipynb"
     if notebook.exists() and "_explorer(" in notebook.read_text():
         assert facts["has_state"], f"{page.name}: the lesson shows an explorer but no widget state was embedded"
@@ -189,6 +191,113 @@ def test_request_leaving_the_folder_fails_the_check(browser, tmp_path):
     problems, _ = check_page(browser, page, folder)
     assert any("cdn.example.org" in p for p in problems), problems
     assert any("outside.js" in p for p in problems), problems
+
+
+# ---------------------------------------------------------------------------------------------
+# (a') the Chinese editions' handouts: offline, drawn in CJK glyphs, linked to each other
+# ---------------------------------------------------------------------------------------------
+
+CHINESE = ("zh-Hant", "zh-Hans")
+CJK = r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]"
+
+
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("edition,name", [(e, n) for e in CHINESE for n in ("index", "05_rank_aware")],
+                         ids=lambda v: v)
+def test_chinese_handout_offline(browser, handouts, edition, name):
+    """The same offline check as the English pages': the vendor folder is reached one level up."""
+    page = handouts / edition / f"{name}.html"
+    assert page.exists(), f"{page} was not built"
+    problems, facts = check_page(browser, page, handouts, SHOTS / f"handout_{edition}_{name}.png")
+    assert not problems, f"{edition}/{page.name}:\n" + "\n".join(problems)
+    if facts["has_state"]:
+        assert facts["views"] > 0 and facts["drawn"] == facts["views"], facts
+
+
+def _ink(png: bytes):
+    import io
+
+    import numpy
+    from PIL import Image
+
+    return numpy.asarray(Image.open(io.BytesIO(png)).convert("L")).astype(int)
+
+
+def _differing(a, b) -> float:
+    """The share of pixels that differ clearly between two screenshots (1.0 when their sizes differ)."""
+    return 1.0 if a.shape != b.shape else float((abs(a - b) > 64).mean())
+
+
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("edition", CHINESE)
+def test_chinese_text_is_drawn_not_boxes(browser, handouts, edition):
+    """A page's title and first paragraph, screenshot as rendered, then with every CJK character replaced by a
+    code point no font has (U+0378, unassigned): the missing-glyph boxes. Negative control: two different
+    missing code points draw the same boxes, so a page whose CJK text were boxes would match the second
+    screenshot. The rendered text must differ from it clearly."""
+    context = browser.new_context(offline=True, viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto((handouts / edition / "02_ranks.html").resolve().as_uri(), wait_until="load")
+        shots = {}
+        for label, missing in [("text", None), ("boxes", "\u0378"), ("other boxes", "\u0379\u0380\u0381")]:
+            page.reload(wait_until="load")
+            if missing:
+                page.evaluate("""([pattern, missing]) => {
+                    const re = new RegExp(pattern, "g");
+                    for (const el of document.querySelectorAll("h1, h1 + p")) {
+                        const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+                        let i = 0;
+                        for (let n = walk.nextNode(); n; n = walk.nextNode())
+                            n.textContent = n.textContent.replace(re, () => missing[(i++) % missing.length]);
+                    }}""", [CJK, missing])
+            heading = page.locator("h1").first
+            assert bool(re.search(CJK, heading.inner_text())) == (missing is None), heading.inner_text()
+            shots[label] = (_ink(heading.screenshot()), _ink(page.locator("h1 + p").first.screenshot()))
+            if label == "text":
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SHOTS / f"handout_{edition}_glyphs.png"))
+        for i, part in enumerate(("title", "first paragraph")):
+            control = _differing(shots["boxes"][i], shots["other boxes"][i])
+            assert control < 0.001, f"{edition} {part}: two missing-glyph renderings differ ({control:.4f})"
+            drawn = _differing(shots["text"][i], shots["boxes"][i])
+            assert drawn > 0.02, f"{edition} {part}: the CJK text looks like missing-glyph boxes ({drawn:.4f})"
+    finally:
+        context.close()
+
+
+@pytest.mark.timeout(3600)
+def test_language_links_resolve(browser, handouts):
+    """Every page's language bar, and every link between handouts, reaches an existing page; a link to an anchor
+    (the glossary) lands on an element, as Chromium resolves it."""
+    from urllib.parse import unquote
+
+    pages = [*handouts.glob("*.html"), *(p for e in CHINESE for p in (handouts / e).glob("*.html"))]
+    assert {p.parent.name for p in pages} >= set(CHINESE), "no Chinese handouts"
+    anchors = []
+    for page in pages:
+        text = page.read_text()
+        bar = re.search(r'<nav class="ddp-languages".*?</nav>', text, re.S)
+        assert bar, f"{page}: no language bar"
+        folder = page.parent.name if page.parent != handouts else "en"
+        translated = page.stem == "index" or translations.catalog_path(page.stem).exists()
+        for name in ("English", "繁體中文", "简体中文") if translated else ("English",):
+            assert name in bar.group(0), f"{folder}/{page.name}: the language bar lacks {name}"
+        for href in re.findall(r'href="([^":]+?\.html)(#[^"]*)?"', text):
+            target = (page.parent / href[0]).resolve()
+            assert target.exists(), f"{folder}/{page.name} links to {href[0]}, which does not exist"
+            if href[1] and target.parent.name in CHINESE:
+                anchors.append((target, href[1]))
+    assert anchors, "no Chinese page links to an anchor (the glossary)"
+    context = browser.new_context(offline=True)
+    page = context.new_page()
+    try:
+        for target, fragment in sorted(set(anchors)):
+            page.goto(target.as_uri() + fragment, wait_until="load")
+            found = page.evaluate("() => !!document.querySelector(':target')")
+            assert found, f"{target.parent.name}/{target.name}{unquote(fragment)}: no element has that id"
+    finally:
+        context.close()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -282,7 +391,7 @@ def _shown_shards(page) -> tuple[dict, list[list[int]], list[list[bool]]]:
 def test_jupyterlab_live_sampler_explorer(browser, lab_server):
     from explorers import sampler_shards
 
-    lessons = sorted(NOTEBOOKS.glob(f"{SAMPLER_LESSON}*.ipynb"))
+    lessons = sorted(p for p in NOTEBOOKS.glob(f"{SAMPLER_LESSON}*.ipynb") if ".zh-" not in p.name)
     assert lessons, f"no lesson {SAMPLER_LESSON}*.ipynb"
     nb = lessons[0]
     assert "sampler_explorer" in nb.read_text(), f"{nb.name} does not use the sampler explorer"

@@ -13,7 +13,7 @@ from clean_notebooks import text_of
 from conftest import BIN, NOTEBOOKS, REPO, SCRIPTS
 from sync_scripts import writefile_cells as writefile_cells_of
 
-LESSONS = sorted(NOTEBOOKS.glob("*.ipynb"))
+LESSONS = sorted(p for p in NOTEBOOKS.glob("*.ipynb") if ".zh-" not in p.name)  # not the generated Chinese editions
 IDS = [p.stem for p in LESSONS]
 
 # Every lesson parameter, with its type. The same name means the same thing in every lesson;

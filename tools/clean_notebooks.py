@@ -41,7 +41,8 @@ def main(argv=None):
     parser.add_argument("paths", nargs="*", type=Path, help="notebooks (default: notebooks/*.ipynb)")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a notebook is not clean")
     args = parser.parse_args(argv)
-    paths = args.paths or sorted((REPO / "notebooks").glob("*.ipynb"))
+    paths = args.paths or sorted(p for p in (REPO / "notebooks").glob("*.ipynb")
+                                  if ".zh-" not in p.name)  # the generated Chinese editions are not committed
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         parser.error(f"no such notebook: {', '.join(missing)}")

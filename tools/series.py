@@ -1,6 +1,7 @@
 """The series runner: execute the lessons with papermill, export offline HTML handouts, index them.
 
     python tools/series.py build [-p NAME=VALUE ...] [--force] [--only 04] [--out build]
+    python tools/series.py time-editions [--out build] [--repeat 3]   # what the Chinese export costs
 
 For each notebooks/NN_slug.ipynb, in reading order:
   1. execute it with papermill in a fresh sandbox (build/sandbox/NN_slug/notebooks as the working
@@ -9,7 +10,11 @@ For each notebooks/NN_slug.ipynb, in reading order:
   2. write build/executed/NN_slug.ipynb (kept, partially executed, when a cell fails);
   3. export build/handouts/NN_slug.html with nbconvert's lab template, the widget renderer,
      require.js and MathJax served from build/handouts/vendor/ (fetched from the npm registry);
-  4. write build/handouts/index.html: titles, summaries, run times, torch, backend, devices.
+  4. write build/handouts/index.html: titles, summaries, run times, torch, backend, devices;
+  5. for a lesson with a Chinese catalog (translations/zh-Hant/NN_slug.po), export
+     build/handouts/zh-Hant/NN_slug.html and zh-Hans/NN_slug.html from the same execution with the
+     translated markdown merged in (export time only, never a second execution), and an index for each.
+     Every page has a language bar linking the same lesson in the three editions.
 
 A lesson is executed again only when what it runs changes: its code cells (and the tags papermill acts
 on), the parameters it receives, the torch version, ddp_scripts/, notebooks/figures/, notebooks/*.py and
@@ -39,6 +44,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+import translations  # noqa: E402  (tools/translations.py: the Chinese editions)
+
 NOTEBOOKS = REPO / "notebooks"
 SCRIPTS = REPO / "ddp_scripts"
 FIGURES = NOTEBOOKS / "figures"
@@ -72,10 +80,15 @@ def lessons(only: list[str] | None = None) -> list[Path]:
 def title_and_summary(nb_path: Path) -> tuple[str, str]:
     """The '# NN · Title' heading of the first cell and the first paragraph after it."""
     first = json.loads(nb_path.read_text())["cells"][0]
-    text = "".join(first["source"]).strip()
-    heading, _, rest = text.partition("\n")
+    return title_and_summary_of("".join(first["source"]))
+
+
+def title_and_summary_of(text: str) -> tuple[str, str]:
+    """The '# NN · Title' heading of a first cell's text and the first paragraph after it, plain."""
+    heading, _, rest = text.strip().partition("\n")
     paragraph = rest.strip().split("\n\n")[0]
     plain = re.sub(r"\*\*?|`|\[([^\]]*)\]\([^)]*\)", r"\1", paragraph).replace("\n", " ")
+    heading = re.sub(r"<[^>]+>", "", heading)  # an anchor kept for links (<a id=…>)
     return heading.lstrip("# ").strip(), plain
 
 
@@ -382,57 +395,169 @@ def vendor_urls(handouts: Path) -> dict[str, str]:
     return _vendor_urls[str(handouts)]
 
 
-def export_html(executed: Path, handout: Path) -> None:
-    """nbconvert's lab template, offline, with the remove-input/-output/-cell tags honoured."""
+EDITIONS = ("en", *translations.EDITIONS)
+# The Chinese pages' fonts: the system's CJK fonts first (WenQuanYi Zen Hei is what tools/ensure_browser.py
+# installs on Debian), for each script its own; the lab template's own stack otherwise.
+CJK_FONTS = {
+    "zh-Hant": '"Noto Sans CJK TC", "Source Han Sans TC", "PingFang TC", "Microsoft JhengHei", "WenQuanYi Zen Hei"',
+    "zh-Hans": '"Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Zen Hei"',
+}
+
+
+def page_of(stem: str, edition: str, here: str) -> str:
+    """The relative URL of a lesson's (or the index's) page in an edition, from a page of edition `here`."""
+    folder = "" if edition == "en" else f"{edition}/"
+    up = "" if here == "en" else "../"
+    return f"{up}{folder}{stem}.html"
+
+
+def language_bar(stem: str, edition: str, editions: tuple[str, ...]) -> str:
+    """A line of links to the same page in the other editions (and to the edition's index)."""
+    words = translations.index_strings(edition)
+    links = [f'<b lang="{e}">{translations.LANGUAGE_NAMES[e]}</b>' if e == edition else
+             f'<a lang="{e}" hreflang="{e}" href="{page_of(stem, e, edition)}">{translations.LANGUAGE_NAMES[e]}</a>'
+             for e in editions]
+    index = "" if stem == "index" else f' · <a href="index.html">{html.escape(words["index-link"])}</a>'
+    label = "index-language-bar" if stem == "index" else "language-bar"
+    return (f'<nav class="ddp-languages" style="font: .9rem system-ui, sans-serif; padding: .4rem 1rem; '
+            f'border-bottom: 1px solid #ddd; background: #fafafa">{html.escape(words[label])} '
+            f'{" · ".join(links)}{index}</nav>')
+
+
+def editions_of(nb_path: Path) -> tuple[str, ...]:
+    """The editions a lesson has: English, and the two Chinese ones where it has a catalog."""
+    return EDITIONS if translations.catalog_path(nb_path).exists() else ("en",)
+
+
+def export_html(executed: Path, handout: Path, edition: str = "en", nb=None,
+                editions: tuple[str, ...] | None = None) -> None:
+    """nbconvert's lab template, offline, with the remove-input/-output/-cell tags honoured.
+
+    A Chinese edition (`edition` zh-Hant or zh-Hans, `nb` the execution with the translated markdown) goes
+    to handouts/<edition>/: the vendor folder is the English pages' (one level up), links to lessons go to
+    that edition's pages, and the page asks for CJK fonts."""
     import nbformat
     from nbconvert import HTMLExporter
     from traitlets.config import Config
 
     handout.parent.mkdir(parents=True, exist_ok=True)
-    urls = vendor_urls(handout.parent)
+    root = handout.parent if edition == "en" else handout.parent.parent
+    urls = {k: ("" if edition == "en" else "../") + v for k, v in vendor_urls(root).items()}
     config = Config()
     config.TagRemovePreprocessor.enabled = True
     config.TagRemovePreprocessor.remove_cell_tags = ("remove-cell",)
     config.TagRemovePreprocessor.remove_input_tags = ("remove-input",)
     config.TagRemovePreprocessor.remove_all_outputs_tags = ("remove-output",)
     exporter = HTMLExporter(config=config, template_name="lab", embed_images=True, **urls)
-    body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
+    nb = nbformat.read(executed, as_version=4) if nb is None else nb
+    body, _ = exporter.from_notebook_node(nb)
     # Links between lessons ("Next: 02 · …") point at notebooks; in the handouts, at handouts.
-    handout.write_text(re.sub(r'href="(\d\d_[a-z0-9_]+)\.ipynb', r'href="\1.html', body))
+    if edition == "en":
+        body = re.sub(r'href="(\d\d_[a-z0-9_]+)\.ipynb', r'href="\1.html', body)
+    else:  # NN_x.zh-Hant.ipynb: this edition's page; NN_x.ipynb (a lesson not translated yet): the English one
+        body = re.sub(rf'href="(\d\d_[a-z0-9_]+)\.{edition}\.ipynb', r'href="\1.html', body)
+        body = re.sub(r'href="(\d\d_[a-z0-9_]+)\.ipynb', r'href="../\1.html', body)
+        body = body.replace('<html lang="en">', f'<html lang="{edition}">', 1)
+        style = (f"<style>body, .jp-RenderedHTMLCommon, .jp-Notebook {{ font-family: system-ui, -apple-system, "
+                 f'"Segoe UI", {CJK_FONTS[edition]}, sans-serif; }}</style>')
+        body = body.replace("</head>", style + "\n</head>", 1)
+    first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if first is not None:
+        title = html.escape(title_and_summary_of(first.source)[0])
+        body = body.replace("<title>Notebook</title>", f"<title>{title}</title>", 1)
+    stem = handout.stem
+    bar = language_bar(stem, edition, editions or (EDITIONS if (NOTEBOOKS / f"{stem}.ipynb").exists()
+                                                    and translations.catalog_path(stem).exists() else ("en",)))
+    body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + "\n" + bar, body, count=1)
+    handout.write_text(body)
 
 
-def write_index(records: list[dict], handouts: Path) -> Path:
+def export_editions(nb_path: Path, out: Path, force: bool = False) -> float | None:
+    """The Chinese handouts of one lesson, from its English execution with the translated markdown merged in.
+
+    Returns the seconds it took, or None when there was nothing to do (no catalog, or the pages are up to
+    date with the execution, the catalog and the tools). A catalog that misses a cell raises ValueError."""
+    import nbformat
+
+    if editions_of(nb_path) == ("en",):
+        return None
+    stem = nb_path.stem
+    executed = out / "executed" / f"{stem}.ipynb"
+    stamp = out / "executed" / f"{stem}.editions-key"
+    pages = [out / "handouts" / edition / f"{stem}.html" for edition in translations.EDITIONS]
+    digest = hashlib.sha256()
+    for path in [executed, nb_path, translations.catalog_path(nb_path), translations.INDEX_CATALOG,
+                 Path(__file__), Path(translations.__file__), translations.T2S_REVIEWED]:
+        if path.is_file():
+            digest.update(path.read_bytes())
+    key = digest.hexdigest()
+    if not force and stamp.exists() and all(p.exists() for p in pages) and json.loads(stamp.read_text()) == key:
+        return None
+    started = time.perf_counter()
+    for edition, page in zip(translations.EDITIONS, pages):
+        nb = translations.edition_notebook(nb_path, edition, nbformat.read(executed, as_version=4))
+        export_html(executed, page, edition=edition, nb=nb, editions=EDITIONS)
+    english = out / "handouts" / f"{stem}.html"  # exported before the lesson had a catalog: give it the bar
+    if english.exists():
+        text = english.read_text()
+        text = re.sub(r'<nav class="ddp-languages".*?</nav>', lambda _: language_bar(stem, "en", EDITIONS), text,
+                      count=1, flags=re.S)
+        english.write_text(text)
+    stamp.write_text(json.dumps(key))
+    return time.perf_counter() - started
+
+
+def write_index(records: list[dict], handouts: Path, edition: str = "en") -> Path:
+    """index.html of an edition (in handouts/ for English, handouts/<edition>/ for a Chinese one). A
+    Chinese index shows the lessons' translated titles and summaries, and links a lesson that has no
+    Chinese page yet to its English one."""
+    words = translations.index_strings(edition)
+    folder = handouts if edition == "en" else handouts / edition
     rows = []
     for r in records:
         name = html.escape(r["name"])
-        link = f'<a href="{name}.html">{html.escape(r["title"])}</a>' if r.get("ok") else html.escape(r["title"])
-        status = "" if r.get("ok") else f'<br><b class="failed">failed: {html.escape(r.get("error", ""))}</b>'
-        params = ", ".join(f"{k}={v}" for k, v in r.get("params", {}).items()) or "defaults"
-        rows.append(f"<tr><td>{link}{status}<div class=summary>{html.escape(r['summary'])}</div></td>"
+        title, summary = r["title"], r["summary"]
+        translated = edition != "en" and (folder / f"{r['name']}.html").exists() and r.get("ok")
+        if translated:
+            title, summary = title_and_summary_of(
+                translations.edition_notebook(NOTEBOOKS / f"{r['name']}.ipynb", edition).cells[0].source)
+        href = f"{name}.html" if edition == "en" or translated else f"../{name}.html"
+        link = f'<a href="{href}">{html.escape(title)}</a>' if r.get("ok") else html.escape(title)
+        names = translations.LANGUAGE_NAMES
+        others = " · ".join(f'<a lang="{e}" href="{page_of(r["name"], e, edition)}">{names[e]}</a>'
+                            for e in EDITIONS if e != edition and r.get("ok")
+                            and (e == "en" or (handouts / e / f"{r['name']}.html").exists()))
+        status = ("" if r.get("ok") else
+                  f'<br><b class="failed">{html.escape(words["failed"])}: {html.escape(r.get("error", ""))}</b>')
+        params = ", ".join(f"{k}={v}" for k, v in r.get("params", {}).items()) or words["defaults"]
+        rows.append(f"<tr><td>{link}{status}<div class=summary>{html.escape(summary)}</div>"
+                    f"<div class=summary>{others}</div></td>"
                     f"<td>{r.get('seconds', '–')} s"
-                    f"<div class=summary>launches {r.get('launch_seconds', '–')} s</div></td>"
+                    f"<div class=summary>{html.escape(words['launches'])} {r.get('launch_seconds', '–')} s</div></td>"
                     f"<td>{html.escape(r.get('torch', ''))}</td>"
                     f"<td>{html.escape(r.get('backend', ''))}</td><td>{html.escape(str(r.get('devices', '')))}</td>"
                     f"<td>{html.escape(params)}</td><td>{html.escape(r.get('date', ''))}</td></tr>")
+    columns = "".join(f"<th>{html.escape(words['column-' + c])}</th>" for c in
+                      ("lesson", "run-time", "torch", "backend", "devices", "parameters", "executed"))
+    fonts = f"{CJK_FONTS[edition]}, " if edition != "en" else ""
     page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>DDP notebook series — handouts</title>
+<html lang="{edition}"><head><meta charset="utf-8"><title>{html.escape(words["page-title"])}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem; color: #222; }}
+body {{ font-family: system-ui, {fonts}sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem; color: #222; }}
 table {{ border-collapse: collapse; width: 100%; }}
 th, td {{ border-bottom: 1px solid #ddd; padding: .5rem; text-align: left; vertical-align: top; }}
 th {{ background: #f4f4f4; }} .summary {{ color: #555; font-size: .9rem; margin-top: .25rem; }}
 .failed {{ color: #b00; }}
 </style></head><body>
-<h1>From one device to DistributedDataParallel</h1>
-<p>Handouts of the DDP notebook series, executed end to end. Each lesson's numbers were measured
-in the run shown here, on the backend and devices listed.</p>
-<table><thead><tr><th>Lesson</th><th>Run time</th><th>torch</th><th>Backend</th><th>Devices</th>
-<th>Parameters</th><th>Executed</th></tr></thead><tbody>
+{language_bar("index", edition, EDITIONS)}
+<h1>{html.escape(words["heading"])}</h1>
+<p>{html.escape(words["intro"])}</p>
+<table><thead><tr>{columns}</tr></thead><tbody>
 {chr(10).join(rows)}
 </tbody></table></body></html>
 """
-    handouts.mkdir(parents=True, exist_ok=True)
-    index = handouts / "index.html"
+    folder.mkdir(parents=True, exist_ok=True)
+    index = folder / "index.html"
     index.write_text(page)
     return index
 
@@ -462,10 +587,40 @@ def build(out: Path, overrides: dict[str, object], force: bool = False,
         else:
             print(f"  FAILED {nb_path.relative_to(REPO)}, {record['error']}\n"
                   f"  partially executed notebook: {out / 'executed' / nb_path.name}", flush=True)
+        if record["ok"]:
+            try:
+                with locked(out / "locks" / f"{nb_path.stem}.lock"):
+                    seconds = export_editions(nb_path, out, force=force)
+            except ValueError as error:  # a catalog that misses a cell: `make test` names it too
+                print(f"  WARNING: no Chinese handouts of {nb_path.stem}: {error}", flush=True)
+            else:
+                if seconds is not None:
+                    print(f"  Chinese handouts (zh-Hant, zh-Hans) exported in {seconds:.1f} s", flush=True)
+                    record["editions_seconds"] = round(seconds, 2)
         records.append(record)
     if only is None:
-        write_index(records, out / "handouts")
+        for edition in EDITIONS:
+            write_index(records, out / "handouts", edition)
+    exported = [r["editions_seconds"] for r in records if "editions_seconds" in r]
+    if exported:
+        print(f"Chinese editions: {len(exported)} lessons exported in {sum(exported):.1f} s "
+              "(export only: the numbers are the English execution's)", flush=True)
     return records
+
+
+def time_editions(out: Path, repeat: int) -> list[float]:
+    """Export the Chinese handouts of every lesson executed in out/executed/, `repeat` times; the seconds
+    of each round (what the Chinese editions add to a build)."""
+    import statistics
+
+    done = [p for p in lessons() if (out / "executed" / f"{p.stem}.ipynb").exists() and editions_of(p) != ("en",)]
+    rounds = []
+    for _ in range(repeat):
+        rounds.append(sum(export_editions(p, out, force=True) or 0 for p in done))
+    spread = f"{min(rounds):.1f}–{max(rounds):.1f}" if rounds else "–"
+    print(f"Chinese export of {len(done)} lessons × 2 editions: median {statistics.median(rounds):.1f} s "
+          f"(range {spread} s, {repeat} rounds)", flush=True)
+    return rounds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -477,7 +632,14 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--force", action="store_true", help="re-execute even when the cache is valid")
     b.add_argument("--only", nargs="+", metavar="NN", help="only lessons whose name starts with these")
     b.add_argument("--out", type=Path, default=REPO / "build", help="output folder (default: build/)")
+    t = sub.add_parser("time-editions", help="export the Chinese handouts of the executed lessons again, "
+                       "timed (median of --repeat rounds)")
+    t.add_argument("--out", type=Path, default=REPO / "build", help="output folder (default: build/)")
+    t.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
+    if args.command == "time-editions":
+        time_editions(args.out.resolve(), args.repeat)
+        return 0
     try:
         started = time.perf_counter()
         records = build(args.out.resolve(), parse_overrides(args.param), args.force, args.only)

@@ -41,7 +41,7 @@ def main(argv=None):
     parser.add_argument("--only", nargs="+", metavar="NN", help="only lessons whose name starts with these")
     args = parser.parse_args(argv)
     differing = []
-    for notebook in sorted((REPO / "notebooks").glob("*.ipynb")):
+    for notebook in sorted(p for p in (REPO / "notebooks").glob("*.ipynb") if ".zh-" not in p.name):  # English only
         if args.only and not notebook.name.startswith(tuple(args.only)):
             continue
         nb = json.loads(notebook.read_text())
