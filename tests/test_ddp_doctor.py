@@ -388,3 +388,16 @@ def test_cost_grows_linearly(monkeypatch):
     small, large = calls_made(1000), calls_made(4000)
     print(f"\nfunction calls: {small} for 1,000 lines, {large} for 4,000 ({large / small:.2f} times)")
     assert large / small < 4.6, (small, large)
+
+
+def test_evaluation_record_totals_agree_with_its_tables():
+    """tools/ddp_doctor/evaluation.md: each round's Totals line is what its table of verdicts gives, every
+    verdict is true, false or debatable, and every judged script is named with its repository and commit."""
+    from ddp_doctor import evaluation
+    rounds = evaluation.rounds()
+    assert rounds and all(r["total"] for r in rounds), rounds
+    assert evaluation.problems(rounds) == [], evaluation.problems(rounds)
+    made_up = "## Round 9\n| script | place | rule | verdict | why |\n|---|---|---|---|---|\n" \
+              "| a | a.py:1 | DDP005 | true | x |\n" \
+              "Totals: 1 findings: 0 true, 1 false, 0 debatable; precision 0 % (0/1)\n"
+    assert len(evaluation.problems(evaluation.rounds(made_up))) == 2  # wrong totals, script not listed
