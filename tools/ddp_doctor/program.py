@@ -377,6 +377,21 @@ class Module:
                     todo.append(name)
         return unguarded
 
+    def before_group(self, node):
+        """Whether node runs before its function forms the process group: the function (or the module) calls
+        init_process_group itself, and node sits on an earlier line, in no loop that reaches the call. Such code runs in
+        a process that has not joined the job yet (a single-process branch, a setup step)."""
+        if not hasattr(self, "_first_init"):
+            self._first_init = {}
+            for call in self.named_calls("init_process_group"):
+                scope = self.scope(call)
+                self._first_init[scope] = min(self._first_init.get(scope, call.lineno), call.lineno)
+        scope = self.scope(node)
+        if scope not in self._first_init or node.lineno >= self._first_init[scope]:
+            return False
+        return not any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) and a.end_lineno >= self._first_init[scope]
+                       for a in self.ancestors(node) if self.scope_of.get(a) is scope)  # a loop around both
+
     def guarded(self, node):
         if self.locally_guarded(node):
             return True

@@ -29,7 +29,9 @@ RULES = {
                "without map_location, every rank puts its copy on GPU 0: memory there runs out, and the "
                "other ranks' tensors sit on the wrong device.",
                "torch.load(path, map_location='cpu', weights_only=True) (load_state_dict then copies to the "
-               "model's device), or map_location=device.",
+               "model's device), or map_location=device. Silent for a load inside a rank test (one rank "
+               "loads, DDP broadcasts its weights), for one before init_process_group in the same function, "
+               "and for one whose `if` passes map_location in its other branch (a choice made per branch).",
                "05 · Rank-aware training"),
     "DDP009": ("load-weights-only-false", "torch.load(..., weights_only=False) runs whatever code the file holds",
                "torch.load unpickles: with weights_only=False a crafted file can run any code on every rank "
@@ -63,7 +65,8 @@ def rule_unguarded_save(m):
     if not m.is_distributed:
         return
     for call in m.named_calls("save"):
-        if dotted(call.func) == "torch.save" and not m.guarded(call) and not m.mentions_rank(call):
+        if dotted(call.func) == "torch.save" and not m.guarded(call) and not m.mentions_rank(call) and \
+                not m.before_group(call):  # (before init_process_group: one process)
             yield call, "DDP005", ""  # (a path that names the rank is a file per rank, on purpose)
 
 
@@ -115,14 +118,27 @@ def rule_load_without_map_location(m):
     Warning: likely wrong: every rank's copy lands on the GPU it was saved from (GPU 0).
     """
     for call in torch_loads(m):
-        if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2:
-            yield call, "DDP008", ""
+        if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2 and \
+                not m.locally_guarded(call) and not m.before_group(call) and not other_branch_maps(m, call):
+            yield call, "DDP008", ""  # (a load that one rank does, or that runs before the group forms, is fine)
+
+
+def other_branch_maps(m, call):
+    """Whether the `if` around this load passes map_location to a torch.load in its other branch: the script
+    chooses per branch (`if args.gpu is None: torch.load(p)` / `else: torch.load(p, map_location=loc)`)."""
+    for branch, in_body in m.enclosing_ifs(call):
+        other = branch.orelse if in_body else branch.body
+        for stmt in other if isinstance(other, list) else [other]:
+            if any(dotted(c.func) == "torch.load" and (keyword(c, "map_location") is not None or len(c.args) > 1)
+                   for c in calls_in(stmt)):
+                return True
+    return False
 
 
 def rule_load_weights_only_false(m):
     """DDP009: torch.load(..., weights_only=False).
 
-    Warning: likely wrong: unpickling can run code from the file; needed only for pickled objects.
+    Advice: security: unpickling can run code from the file; a choice for one's own checkpoints, not a DDP fault.
     """
     for call in torch_loads(m):
         if is_const(keyword(call, "weights_only"), False):

@@ -38,7 +38,8 @@ RULES = {
                "the metric is close, not exact.",
                "Shard without padding (rank r takes r, r + N, ...) and sum the counts, or gather (index, "
                "result) and count each index once. Conservative: only a sampler over a dataset named "
-               "val/test/eval, without drop_last=True, in a file that gathers nothing.",
+               "val/test/eval, without drop_last=True, in a file that gathers nothing and never tests "
+               "len(...) % ... itself.",
                "05 · Rank-aware training"),
 }
 
@@ -129,4 +130,12 @@ def rule_padded_evaluation(m):
             continue
         if any("gather" in name for name in m.call_names):
             continue  # the file gathers results: it may count each index once
+        if checks_divisibility(m):
+            continue  # the file tests len(dataset) % world itself: it warns, pads or falls back knowingly
         yield call, "DDP018", ""
+
+
+def checks_divisibility(m):
+    """Whether the file computes `len(...) % ...` anywhere: a script that asks whether a set divides."""
+    return any(isinstance(n.op, ast.Mod) and isinstance(n.left, ast.Call) and last_name(n.left) == "len"
+               for n in m.of_type(ast.BinOp))

@@ -6,7 +6,7 @@ code -> (name, message, why, fix, lesson)."""
 import ast
 import re
 
-from ..program import dotted, is_const, is_global_rank_expr, keyword, last_name, text_mentions, unparse
+from ..program import RANKISH, dotted, is_const, is_global_rank_expr, keyword, last_name, text_mentions, unparse
 
 RULES = {
     "DDP001": ("global-rank-as-device", "{detail} is the global rank (get_rank() / RANK), used as a device index: "
@@ -29,7 +29,9 @@ RULES = {
                "By the time the script runs, the launcher has already decided which processes run; setting "
                "the variable in Python works only if nothing has touched CUDA yet, and then it renumbers the "
                "GPUs under LOCAL_RANK, so local rank 1 may see one GPU or none.",
-               "Choose GPUs outside the script: CUDA_VISIBLE_DEVICES=0,2 torchrun --nproc_per_node=2 train.py.",
+               "Choose GPUs outside the script: CUDA_VISIBLE_DEVICES=0,2 torchrun --nproc_per_node=2 train.py. "
+               "Silent where the value is computed from the process's rank (an MPI or SLURM launch giving "
+               "each process its own GPU before CUDA starts).",
                "04 · From single device to DDP"),
     "DDP014": ("legacy-local-rank-argument", "{detail} as an argparse option: the legacy launcher's way",
                "torch.distributed.launch passed --local_rank (since torch 2.0 --local-rank) on the command "
@@ -98,6 +100,13 @@ def rule_nccl_hard_coded(m):
         yield backend, "DDP012", ""
 
 
+def pins_by_rank(value):
+    """A value computed from this process's rank (`str(comm.Get_rank() % 8)`): each process is given its own
+    GPU before CUDA starts, the way an MPI or SLURM launch without torchrun does it."""
+    values = value if isinstance(value, list) else [value]
+    return any(text_mentions(v, RANKISH) for v in values)
+
+
 def rule_cuda_visible_devices(m):
     """DDP013: os.environ["CUDA_VISIBLE_DEVICES"] = ... (or setdefault / update / putenv) in the script.
 
@@ -107,12 +116,12 @@ def rule_cuda_visible_devices(m):
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Subscript) and dotted(target.value).endswith("environ") and \
-                        is_const(target.slice, "CUDA_VISIBLE_DEVICES"):
+                        is_const(target.slice, "CUDA_VISIBLE_DEVICES") and not pins_by_rank(node.value):
                     yield target, "DDP013", ""
         elif isinstance(node, ast.Call):
             name = dotted(node.func)
             if name.endswith(("environ.setdefault", "putenv")) and node.args and \
-                    is_const(node.args[0], "CUDA_VISIBLE_DEVICES"):
+                    is_const(node.args[0], "CUDA_VISIBLE_DEVICES") and not pins_by_rank(node.args[1:]):
                 yield node, "DDP013", ""
             elif name.endswith("environ.update") and any(k.arg == "CUDA_VISIBLE_DEVICES" for k in node.keywords):
                 yield node, "DDP013", ""
