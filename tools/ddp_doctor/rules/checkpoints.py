@@ -6,7 +6,7 @@ code -> (name, message, why, fix, lesson)."""
 import ast
 import re
 
-from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions, unparse
+from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions, unparse, walk
 
 RULES = {
     "DDP005": ("unguarded-save", "torch.save() runs on every rank: guard it with `if rank == 0:`",
@@ -44,7 +44,9 @@ RULES = {
                "DDP wraps the model: the wrapper's state_dict() names every weight 'module.<name>'. A model "
                "without DDP (evaluation, a single-GPU run, another script) then cannot load the file "
                "('Missing key(s) ... Unexpected key(s) module.').",
-               "Save ddp_model.module.state_dict() (or the unwrapped model's state_dict()).",
+               "Save ddp_model.module.state_dict() (or the unwrapped model's state_dict()). Silent for a file "
+               "that loads its checkpoints back into the DDP model and saves the weights unwrapped as well "
+               "(ddp_model.module.state_dict()): the 'module.' keys then never leave the script.",
                "05 · Rank-aware training"),
     "DDP020": ("resume-repeats-epoch", "the resumed run restarts at the epoch the checkpoint stored as finished: "
                "that epoch runs twice",
@@ -65,9 +67,19 @@ def rule_unguarded_save(m):
     if not m.is_distributed:
         return
     for call in m.named_calls("save"):
-        if dotted(call.func) == "torch.save" and not m.guarded(call) and not m.mentions_rank(call) and \
+        if dotted(call.func) == "torch.save" and not m.guarded(call) and not names_rank(m, call) and \
                 not m.before_group(call):  # (before init_process_group: one process)
             yield call, "DDP005", ""  # (a path that names the rank is a file per rank, on purpose)
+
+
+def names_rank(m, call):
+    """Whether a save or load names the rank: in its arguments, or through a name that its function assigned
+    from an expression with the rank in it (`path = f"queue{args.rank}.pth"`): a file per rank, on purpose,
+    which each rank writes and reads back on its own device."""
+    if m.mentions_rank(call):
+        return True
+    names = {a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)}
+    return any(name in names and m.mentions_rank(value) for name, value in m.assignments(m.scope(call)))
 
 
 CHECKPOINTISH = re.compile(r"state|checkpoint|ckpt|snapshot", re.I)
@@ -119,7 +131,8 @@ def rule_load_without_map_location(m):
     """
     for call in torch_loads(m):
         if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2 and \
-                not m.locally_guarded(call) and not m.before_group(call) and not other_branch_maps(m, call):
+                not m.locally_guarded(call) and not m.before_group(call) and not other_branch_maps(m, call) and \
+                not names_rank(m, call):
             yield call, "DDP008", ""  # (a load that one rank does, or that runs before the group forms, is fine)
 
 
@@ -150,6 +163,13 @@ def rule_saved_module_prefix(m):
 
     Warning: likely wrong: the file cannot be loaded without DDP until its keys are renamed.
     """
+    restored = any(isinstance(c.func, ast.Attribute) and dotted(c.func.value) in m.ddp_names(m.scope(c))
+                   for c in m.named_calls("load_state_dict"))
+    exported = any("save" in last_name(c).lower() and any(
+        last_name(s) == "state_dict" and ".module" in "." + dotted(s.func) for s in calls_in(c)) for c in m.calls)
+    if restored and exported:
+        return  # resume checkpoints go back into the DDP model, and the weights for use without DDP are saved
+        # unwrapped (model.module....state_dict()): the 'module.' keys never leave the script
     for save in m.named_calls("save"):
         if dotted(save.func) != "torch.save" or not save.args:
             continue
@@ -164,6 +184,31 @@ def rule_saved_module_prefix(m):
                 if last_name(c) == "state_dict" and isinstance(c.func, ast.Attribute) and \
                         dotted(c.func.value) in ddp:
                     yield c, "DDP010", dotted(c.func.value)
+
+
+def saved_values(m):
+    """The dicts a file saves, and the `name[key] = ...` lines that fill them: a dict (or dict(...)) inside the
+    arguments of a call named like a save (torch.save, save_on_master, save_checkpoint), or bound to a name
+    that such a call receives in the same function. Computed once per file."""
+    if hasattr(m, "_saved_values"):
+        return m._saved_values
+    found, passed = set(), {}  # passed: scope -> names given to a save call there
+    for call in m.calls:
+        if "save" in last_name(call).lower():
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                if isinstance(arg, ast.Name):
+                    passed.setdefault(m.scope(call), set()).add(arg.id)
+                found.update(n for n in walk(arg) if isinstance(n, (ast.Dict, ast.Call)))
+    for scope, names in passed.items():
+        for node in m.scope_nodes(scope):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name) and target.id in names:
+                        found.update(n for n in walk(node.value) if isinstance(n, (ast.Dict, ast.Call)))
+                    elif isinstance(target, ast.Subscript) and dotted(target.value) in names:
+                        found.add(node)
+    m._saved_values = found
+    return found
 
 
 def rule_resume_repeats_epoch(m):
@@ -181,8 +226,11 @@ def rule_resume_repeats_epoch(m):
     def finished_epoch(value):  # the loop variable itself (or a parameter of the same name), not epoch + 1
         return isinstance(value, ast.Name) and value.id in loop_vars
 
-    stored = set()  # the keys under which the finished epoch is stored
+    saved = saved_values(m)
+    stored = set()  # the keys under which a saved dict stores the finished epoch
     for node in m.of_type(ast.Dict, ast.Call, ast.Assign):
+        if node not in saved:
+            continue  # a log line's dict(epoch=epoch, ...) is not the checkpoint
         if isinstance(node, ast.Dict):
             stored |= {k.value for k, v in zip(node.keys, node.values) if epoch_key(k) and finished_epoch(v)}
         elif isinstance(node, ast.Call) and dotted(node.func) == "dict":

@@ -5,7 +5,7 @@ code -> (name, message, why, fix, lesson)."""
 
 import ast
 
-from ..program import COLLECTIVES, calls_in, dotted, is_rank_test, last_name, names_in, walk
+from ..program import COLLECTIVES, calls_in, dotted, is_rank_test, last_name, names_in, unparse, walk
 
 RULES = {
     "DDP011": ("collective-in-rank-branch", "{detail} inside a branch that only some ranks take: the others "
@@ -66,9 +66,31 @@ def rule_collective_in_rank_branch(m):
                     other_side_syncs[key] = any(
                         m.is_collective(c) or last_name(c) in m.collective_functions or dotted(c.func) in ddp
                         for s in other for c in calls_in(s))
-                if not other_side_syncs[key]:  # the other ranks call one too: no finding
-                    yield call, "DDP011", what
+                if not other_side_syncs[key] and not complement_syncs(m, branch, name):
+                    yield call, "DDP011", what  # (the other ranks call one too, here or in a twin `if`: no finding)
                 break
+
+
+def complementary(a, b):
+    """Whether test b is the negation of test a: `not X` / `X`, `r == 0` / `r != 0`, `r < k` / `r >= k`."""
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.Not) and unparse(x.operand) == unparse(y):
+            return True
+    opposite = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE,
+                ast.LtE: ast.Gt, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In}
+    return isinstance(a, ast.Compare) and isinstance(b, ast.Compare) and len(a.ops) == len(b.ops) == 1 and \
+        opposite.get(type(a.ops[0])) is type(b.ops[0]) and unparse(a.left) == unparse(b.left) and \
+        unparse(a.comparators[0]) == unparse(b.comparators[0])
+
+
+def complement_syncs(m, branch, name):
+    """Whether the same function has a twin `if` with the opposite rank test that calls the same collective
+    (`if rank != 0: barrier()` ... `if rank == 0: barrier()`: rank 0 goes first, every rank calls it once)."""
+    for other in m.scope_nodes(m.scope(branch)):
+        if isinstance(other, ast.If) and other is not branch and complementary(branch.test, other.test) and \
+                any(last_name(c) == name for s in other.body for c in calls_in(s)):
+            return True
+    return False
 
 
 def rule_no_sync_around_backward_only(m):
