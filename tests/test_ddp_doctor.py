@@ -258,9 +258,9 @@ def test_github_annotations():
     kinds = {pattern.fullmatch(a).group(4): pattern.fullmatch(a).group(1) for a in annotations}
     assert kinds["DDP001"] == "error" and kinds["DDP013"] == "warning" and kinds["DDP012"] == "notice", kinds
     assert lines[-1].startswith("ddp-doctor: ")  # the summary, as a plain log line
-    finding = driver.Finding("a,b.ipynb", 3, 5, "DDP017", "100% of\nit", cell=2)
+    finding = driver.Finding("a,b.ipynb", 3, 5, "DDP005", "100% of\nit", cell=2)
     assert driver.github_line(finding) == \
-        "::warning file=a%2Cb.ipynb,title=DDP017::cell 2, line 3: DDP017 100%25 of%0Ait"
+        "::warning file=a%2Cb.ipynb,title=DDP005::cell 2, line 3: DDP005 100%25 of%0Ait"
 
 
 def test_pre_commit_hook_installs_and_runs_with_the_standard_library_only(tmp_path):

@@ -6,7 +6,17 @@ code -> (name, message, why, fix, lesson)."""
 import ast
 import re
 
-from ..program import RANKISH, dotted, is_const, is_global_rank_expr, keyword, last_name, text_mentions, unparse
+from ..program import (
+    RANKISH,
+    dotted,
+    is_any_rank_expr,
+    is_const,
+    is_global_rank_expr,
+    keyword,
+    last_name,
+    text_mentions,
+    unparse,
+)
 
 RULES = {
     "DDP001": ("global-rank-as-device", "{detail} is the global rank (get_rank() / RANK), used as a device index: "
@@ -104,7 +114,7 @@ def pins_by_rank(value):
     """A value computed from this process's rank (`str(comm.Get_rank() % 8)`): each process is given its own
     GPU before CUDA starts, the way an MPI or SLURM launch without torchrun does it."""
     values = value if isinstance(value, list) else [value]
-    return any(text_mentions(v, RANKISH) for v in values)
+    return any(text_mentions(v, RANKISH) or is_any_rank_expr(v) for v in values)  # SLURM_LOCALID, LOCAL_RANK
 
 
 def rule_cuda_visible_devices(m):
