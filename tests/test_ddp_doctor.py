@@ -401,3 +401,19 @@ def test_evaluation_record_totals_agree_with_its_tables():
               "| a | a.py:1 | DDP005 | true | x |\n" \
               "Totals: 1 findings: 0 true, 1 false, 0 debatable; precision 0 % (0/1)\n"
     assert len(evaluation.problems(evaluation.rounds(made_up))) == 2  # wrong totals, script not listed
+
+
+def test_a_folder_is_read_as_one_program_for_the_gather_of_an_evaluation(tmp_path):
+    """DDP018 in a folder run: an evaluation over a padded DistributedSampler in main.py is silent when another
+    file of the folder gathers (results keyed by sample id can be merged), and fires when main.py is alone."""
+    (tmp_path / "main.py").write_text(
+        "import torch.distributed as dist\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "dist.init_process_group('gloo')\n"
+        "val_loader = DataLoader(val_set, sampler=DistributedSampler(val_set, shuffle=False))\n")
+    alone = doctor("--format", "json", tmp_path / "main.py")
+    assert [f["code"] for f in json.loads(alone.stdout)["findings"]] == ["DDP018"], alone.stdout
+    (tmp_path / "evaluator.py").write_text("import torch.distributed as dist\n\n\ndef merge(results):\n"
+                                           "    every = [None] * dist.get_world_size()\n"
+                                           "    dist.all_gather_object(every, results)\n    return every\n")
+    folder = doctor("--format", "json", tmp_path)
+    assert json.loads(folder.stdout)["findings"] == [], folder.stdout

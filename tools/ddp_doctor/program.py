@@ -125,6 +125,20 @@ def asks_how_launched(node):
         any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
 
 
+def is_not_distributed_value(node):
+    """-1 or None: the value scripts give a rank when the run is not distributed."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return is_const(node.operand, 1)
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def asks_if_distributed(node):
+    """`rank != -1`, `local_rank == -1`, `rank is None`: a question every rank answers alike (is this a
+    distributed run?), not which rank this is."""
+    return all(isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)) for op in node.ops) and \
+        all(is_not_distributed_value(c) for c in node.comparators)
+
+
 def is_rank_test(node, aliases=frozenset()):
     """A test that only some ranks pass: `rank == 0`, `dist.get_rank() != 0`, `is_main`, `not is_main_process()`.
     `and`, `or` and `not` are looked through with a stack, not by recursion (a test may be nested deeply)."""
@@ -143,7 +157,7 @@ def is_rank_test(node, aliases=frozenset()):
 def is_simple_rank_test(node, aliases):
     """is_rank_test for a test that is not an `and`, `or` or `not`."""
     if isinstance(node, ast.Compare):
-        if asks_how_launched(node):
+        if asks_how_launched(node) or asks_if_distributed(node):
             return False
         return any((text_mentions(side, RANKISH) or dotted(side) in aliases) and not isinstance(side, ast.Constant)
                    for side in [node.left, *node.comparators])
@@ -186,7 +200,8 @@ def is_any_rank_expr(node):
 
 
 class Module:
-    def __init__(self, tree):
+    def __init__(self, tree, folder=None):
+        self.folder_call_names = folder or frozenset()  # names the other files of its folder call (driver)
         self.tree = tree
         self._assignments, self._bound, self._guarded = {}, {}, {}
         self.parent, self.nodes, self.scope_of, self._scope_nodes = {}, [], {}, {tree: []}

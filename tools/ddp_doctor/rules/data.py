@@ -38,7 +38,7 @@ RULES = {
                "the metric is close, not exact.",
                "Shard without padding (rank r takes r, r + N, ...) and sum the counts, or gather (index, "
                "result) and count each index once. Conservative: only a sampler over a dataset named "
-               "val/test/eval, without drop_last=True, in a file that gathers nothing and never tests "
+               "val/test/eval, without drop_last=True, in a file (and folder) that gathers nothing and never tests "
                "len(...) % ... itself.",
                "05 · Rank-aware training"),
 }
@@ -128,8 +128,8 @@ def rule_padded_evaluation(m):
         data = call.args[0] if call.args else keyword(call, "dataset")
         if data is None or not text_mentions(data, evalish) or is_const(keyword(call, "drop_last"), True):
             continue
-        if any("gather" in name for name in m.call_names):
-            continue  # the file gathers results: it may count each index once
+        if any("gather" in name for name in m.call_names | m.folder_call_names):
+            continue  # the file, or another file of its folder, gathers results: it may count each index once
         if checks_divisibility(m):
             continue  # the file tests len(dataset) % world itself: it warns, pads or falls back knowingly
         yield call, "DDP018", ""

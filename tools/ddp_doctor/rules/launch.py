@@ -7,9 +7,7 @@ import ast
 import re
 
 from ..program import (
-    RANKISH,
     dotted,
-    is_any_rank_expr,
     is_const,
     is_global_rank_expr,
     keyword,
@@ -40,8 +38,9 @@ RULES = {
                "the variable in Python works only if nothing has touched CUDA yet, and then it renumbers the "
                "GPUs under LOCAL_RANK, so local rank 1 may see one GPU or none.",
                "Choose GPUs outside the script: CUDA_VISIBLE_DEVICES=0,2 torchrun --nproc_per_node=2 train.py. "
-               "Silent where the value is computed from the process's rank (an MPI or SLURM launch giving "
-               "each process its own GPU before CUDA starts).",
+               "Conservative: only a GPU list written in the script (a string, or an argparse default); silent "
+               "for \"-1\" (a CPU run), a value computed from the rank (an MPI or SLURM task's own GPU) or one "
+               "the doctor cannot read (a function's parameter).",
                "04 · From single device to DDP"),
     "DDP014": ("legacy-local-rank-argument", "{detail} as an argparse option: the legacy launcher's way",
                "torch.distributed.launch passed --local_rank (since torch 2.0 --local-rank) on the command "
@@ -110,11 +109,21 @@ def rule_nccl_hard_coded(m):
         yield backend, "DDP012", ""
 
 
-def pins_by_rank(value):
-    """A value computed from this process's rank (`str(comm.Get_rank() % 8)`): each process is given its own
-    GPU before CUDA starts, the way an MPI or SLURM launch without torchrun does it."""
-    values = value if isinstance(value, list) else [value]
-    return any(text_mentions(v, RANKISH) or is_any_rank_expr(v) for v in values)  # SLURM_LOCALID, LOCAL_RANK
+def hard_coded_gpus(m, value):
+    """A GPU list written in the script: a string constant ("0,2"), or an argparse option whose default is one
+    (`--gpu_id` default '0,2'). Not "" or "-1" (every GPU hidden: the way to make a run use the CPU), and not
+    a value the doctor cannot read (a function's parameter, a rank: an MPI or SLURM task's own GPU)."""
+    def gpu_list(node):
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip() not in ("", "-1")
+    if gpu_list(value):
+        return True
+    if isinstance(value, ast.Attribute):
+        for call in m.named_calls("add_argument"):
+            flags = [a.value.lstrip("-").replace("-", "_") for a in call.args
+                     if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if value.attr in flags or is_const(keyword(call, "dest"), value.attr):
+                return gpu_list(keyword(call, "default"))
+    return False
 
 
 def rule_cuda_visible_devices(m):
@@ -126,12 +135,13 @@ def rule_cuda_visible_devices(m):
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Subscript) and dotted(target.value).endswith("environ") and \
-                        is_const(target.slice, "CUDA_VISIBLE_DEVICES") and not pins_by_rank(node.value):
+                        is_const(target.slice, "CUDA_VISIBLE_DEVICES") and hard_coded_gpus(m, node.value):
                     yield target, "DDP013", ""
         elif isinstance(node, ast.Call):
             name = dotted(node.func)
             if name.endswith(("environ.setdefault", "putenv")) and node.args and \
-                    is_const(node.args[0], "CUDA_VISIBLE_DEVICES") and not pins_by_rank(node.args[1:]):
+                    is_const(node.args[0], "CUDA_VISIBLE_DEVICES") and len(node.args) > 1 and \
+                    hard_coded_gpus(m, node.args[1]):
                 yield node, "DDP013", ""
             elif name.endswith("environ.update") and any(k.arg == "CUDA_VISIBLE_DEVICES" for k in node.keywords):
                 yield node, "DDP013", ""

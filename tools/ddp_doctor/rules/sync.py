@@ -84,13 +84,25 @@ def complementary(a, b):
 
 
 def complement_syncs(m, branch, name):
-    """Whether the same function has a twin `if` with the opposite rank test that calls the same collective
-    (`if rank != 0: barrier()` ... `if rank == 0: barrier()`: rank 0 goes first, every rank calls it once)."""
+    """Whether the same function has a twin `if`, with another test on the same rank names, that calls the same
+    collective: `if rank != 0: barrier()` ... `if rank == 0: barrier()` (rank 0 goes first), or yolov5's
+    `if local_rank not in [-1, 0]: barrier()` ... `if local_rank == 0: barrier()`. The doctor cannot count
+    which ranks take which (that takes values), so a pair of complementary-looking tests is taken as one."""
+    tested = rank_names(branch.test)
     for other in m.scope_nodes(m.scope(branch)):
-        if isinstance(other, ast.If) and other is not branch and complementary(branch.test, other.test) and \
-                any(last_name(c) == name for s in other.body for c in calls_in(s)):
+        if isinstance(other, ast.If) and other is not branch and any(
+                last_name(c) == name for s in other.body for c in calls_in(s)) and (
+                complementary(branch.test, other.test) or (
+                    unparse(branch.test) != unparse(other.test) and tested and rank_names(other.test) == tested)):
             return True
     return False
+
+
+def rank_names(test):
+    """The names and attributes a test compares (`local_rank`, `args.rank`, `dist.get_rank()`'s text)."""
+    return {unparse(side) for n in walk(test) if isinstance(n, ast.Compare)
+            for side in [n.left, *n.comparators] if not isinstance(side, (ast.Constant, ast.List, ast.Tuple,
+                                                                           ast.Set, ast.UnaryOp))}
 
 
 def rule_no_sync_around_backward_only(m):
