@@ -248,10 +248,27 @@ class Module:
         self.joins_group = "init_process_group" in self.call_names
         self.is_distributed = self.uses_ddp or self.joins_group
         self._mentions, self._reading_rank = {}, None
-        self.rank_aliases = frozenset(name for scope in [None, *self.functions_flat()]
-                                      for name, value in self.assignments(scope) if self.reads_rank(value))
+        self.rank_aliases = frozenset({name for scope in [None, *self.functions_flat()]
+                                       for name, value in self.assignments(scope) if self.reads_rank(value)} |
+                                      self._spawned_ranks())
         self.unguarded_functions = self._unguarded_functions()
         self.collective_functions = self._collective_functions()
+
+    def _spawned_ranks(self):
+        """The first parameter of a function that mp.spawn (or start_processes) starts is the process's index,
+        a rank: `def main_worker(gpu, ...)` with `if gpu == 0:`; so is a name assigned from it in that function
+        (`args.gpu = gpu`)."""
+        found = set()
+        for call in self.named_calls("spawn", "start_processes"):
+            target = call.args[0] if call.args else keyword(call, "fn")
+            for fn in self.functions.get(target.id, []) if isinstance(target, ast.Name) else []:
+                params = [*fn.args.posonlyargs, *fn.args.args]
+                if params:
+                    first = params[0].arg
+                    found.add(first)
+                    found.update(name for name, value in self.assignments(fn)
+                                 if isinstance(value, ast.Name) and value.id == first)
+        return found
 
     def of_type(self, *kinds, ordered=False):
         """The nodes of these types: type by type, or (ordered) in the order of self.nodes."""

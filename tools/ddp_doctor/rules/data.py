@@ -38,7 +38,8 @@ RULES = {
                "the metric is close, not exact.",
                "Shard without padding (rank r takes r, r + N, ...) and sum the counts, or gather (index, "
                "result) and count each index once. Conservative: only a sampler over a dataset named "
-               "val/test/eval, without drop_last=True, in a file (and folder) that gathers nothing and never tests "
+               "val/test/eval, without drop_last=True, in a file (and folder) that combines values over the ranks "
+               "(a reduce, a sum over ranks) but gathers nothing, and never tests "
                "len(...) % ... itself.",
                "05 · Rank-aware training"),
 }
@@ -132,7 +133,12 @@ def rule_padded_evaluation(m):
             continue  # the file, or another file of its folder, gathers results: it may count each index once
         if checks_divisibility(m):
             continue  # the file tests len(dataset) % world itself: it warns, pads or falls back knowingly
+        if not any(COMBINES.search(name) for name in m.call_names | m.folder_call_names):
+            continue  # nothing is combined over the ranks: each rank's metric is its own shard's, not a padded sum
         yield call, "DDP018", ""
+
+
+COMBINES = re.compile(r"reduce|dist_sum|sum_over|all_sum", re.I)  # calls that combine values over the ranks
 
 
 def checks_divisibility(m):
