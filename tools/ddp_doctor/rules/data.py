@@ -54,13 +54,24 @@ def rule_sampler_without_set_epoch(m):
 
     Error: a wrong result: every epoch visits the data in the same order.
     """
-    if "set_epoch" in m.call_names or not m.epoch_loops():
-        return
+    if "set_epoch" in m.call_names or all(runs_once(loop) for loop in m.epoch_loops()):
+        return  # (no epoch loop, or only `for epoch in range(1)`: one epoch, whose order set_epoch never changes)
     evalish = re.compile(r"val|test|eval", re.I)
     for call in distributed_samplers(m):
         data = call.args[0] if call.args else keyword(call, "dataset")
         if not is_const(keyword(call, "shuffle"), False) and not (data is not None and text_mentions(data, evalish)):
             yield call, "DDP002", ""
+
+
+def runs_once(loop):
+    """`for epoch in range(1)` (or range(0, 1)): a loop of one epoch, written as a number."""
+    it = loop.iter
+    if not (isinstance(it, ast.Call) and last_name(it) == "range" and it.args and not it.keywords):
+        return False
+    if len(it.args) == 1:
+        return is_const(it.args[0], 1) or is_const(it.args[0], 0)
+    bounds = [a.value for a in it.args if isinstance(a, ast.Constant) and type(a.value) is int]
+    return len(it.args) == len(bounds) == 2 and bounds[1] - bounds[0] <= 1
 
 
 def rule_shuffle_with_sampler(m):
