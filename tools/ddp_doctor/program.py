@@ -154,6 +154,23 @@ def is_rank_test(node, aliases=frozenset()):
     return False
 
 
+def is_pure_rank_test(node, aliases=frozenset()):
+    """A test made of rank tests only (`rank != 0`, `not is_main and rank > 0`), with nothing else that could
+    hold: `if not use_fsdp and not is_rank0: return` exits on some ranks only when use_fsdp is false."""
+    todo, leaves = [node], 0
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.BoolOp):
+            todo.extend(node.values)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            todo.append(node.operand)
+        elif is_simple_rank_test(node, aliases):
+            leaves += 1
+        else:
+            return False
+    return leaves > 0
+
+
 def is_simple_rank_test(node, aliases):
     """is_rank_test for a test that is not an `and`, `or` or `not`."""
     if isinstance(node, ast.Compare):
@@ -163,7 +180,9 @@ def is_simple_rank_test(node, aliases):
                    for side in [node.left, *node.comparators])
     if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
         word = last_name(node) if isinstance(node, ast.Call) else dotted(node)
-        return bool(re.search(r"is_main|main_process|is_master|master_process|is_rank_?0|rank_?zero", word, re.I))
+        return bool(re.search(r"is_main|main_process|is_master|master_process|is_rank_?0|rank_?zero", word, re.I)) or (
+            not isinstance(node, ast.Call) and (word in aliases or re.search(r"(^|[._])(local_|global_)?rank$", word)
+                                                is not None))  # `if not rank:`, `main = rank == 0; if main:`
     return False
 
 
@@ -248,9 +267,12 @@ class Module:
         self.joins_group = "init_process_group" in self.call_names
         self.is_distributed = self.uses_ddp or self.joins_group
         self._mentions, self._reading_rank = {}, None
-        self.rank_aliases = frozenset({name for scope in [None, *self.functions_flat()]
-                                       for name, value in self.assignments(scope) if self.reads_rank(value)} |
-                                      self._spawned_ranks())
+        aliases = {name for scope in [None, *self.functions_flat()]  # not `ddp = RANK != -1`: a launch question
+                   for name, value in self.assignments(scope) if self.reads_rank(value) and not (
+                       isinstance(value, ast.Compare) and asks_if_distributed(value))} | self._spawned_ranks()
+        self.rank_aliases = frozenset(aliases | {  # and names that hold a rank test: `main = rank == 0`
+            name for scope in [None, *self.functions_flat()] for name, value in self.assignments(scope)
+            if isinstance(value, (ast.Compare, ast.BoolOp, ast.UnaryOp)) and is_rank_test(value, aliases)})
         self.unguarded_functions = self._unguarded_functions()
         self.collective_functions = self._collective_functions()
 
@@ -386,6 +408,28 @@ class Module:
                     (isinstance(b, ast.Expr) and last_name(b.value) in ("exit", "_exit")) for b in s.body)),
                 len(siblings))
         return self._first_exit[key]
+
+    def after_rank_exit(self, node):
+        """The `if <rank test>: return` (or continue) that comes before node in its function, at the level of
+        node's statement or of a block around it; None if there is none. Read once per block. (A raise or an
+        exit() ends the process: the launcher then stops the others, a crash rather than a hang.)"""
+        stmt = self.statement(node)
+        for a in [stmt, *self.ancestors(stmt)]:
+            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module, ast.Lambda, ast.ClassDef)):
+                return None
+            if a in self.position:
+                field, index = self.position[a]
+                key = (self.parent[a], field, "strict")
+                if key not in self._first_exit:
+                    siblings = getattr(self.parent[a], field)
+                    self._first_exit[key] = next(
+                        (i for i, s in enumerate(siblings) if isinstance(s, ast.If) and
+                         is_pure_rank_test(s.test, self.rank_aliases) and any(
+                             isinstance(b, (ast.Return, ast.Continue)) for b in s.body)),
+                        len(siblings))
+                if self._first_exit[key] < index:
+                    return getattr(self.parent[a], field)[self._first_exit[key]]
+        return None
 
     def _unguarded_functions(self):
         """Functions that some rank-unguarded path of the file calls. A function the file never calls is

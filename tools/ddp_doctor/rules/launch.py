@@ -24,7 +24,8 @@ RULES = {
                "('invalid device ordinal'). The device index on a machine is the local rank.",
                "local_rank = int(os.environ['LOCAL_RANK']); torch.cuda.set_device(local_rank). Conservative: "
                "only a name assigned from get_rank() / RANK in the same function, or the call itself, used "
-               "directly as a device index (set_device, torch.device('cuda', i), f'cuda:{i}', .cuda(i), "
+               "directly as a device index (set_device, torch.accelerator.set_device_index(i), "
+               "torch.device('cuda', i), f'cuda:{i}', .cuda(i), "
                "device_ids=[i], .to(i)).",
                "02 · Processes, ranks and world size; 04 · From single device to DDP"),
     "DDP012": ("nccl-hard-coded", "init_process_group('nccl') hard-coded: no CPU path",
@@ -58,10 +59,11 @@ def is_global_rank(node, global_ranks):
 
 
 def device_indices(call):
-    """The arguments of a call that name a device index: set_device(i), torch.device("cuda", i), .cuda(i),
+    """The arguments of a call that name a device index: set_device(i), set_device_index(i),
+    torch.device("cuda", i), .cuda(i),
     .to(i), device_ids=[i]."""
     name, found = dotted(call.func), []
-    if name.endswith("cuda.set_device") and call.args:
+    if name.endswith(("cuda.set_device", "accelerator.set_device_index", "xpu.set_device")) and call.args:
         found = [call.args[0]]
     elif name in ("torch.device", "device") and len(call.args) == 2 and is_const(call.args[0], "cuda"):
         found = [call.args[1]]

@@ -55,9 +55,15 @@ def rule_collective_in_rank_branch(m):
         else:
             continue
         loop_vars = {dotted(a.target) for a in m.ancestors(call) if isinstance(a, (ast.For, ast.AsyncFor))} - {""}
+        exit_before = m.after_rank_exit(call)
+        if exit_before is not None and not any(
+                isinstance(b, ast.If) and is_rank_test(b.test, m.rank_aliases) for b, _ in m.enclosing_ifs(call)):
+            yield call, "DDP011", what  # after `if rank != 0: return`: the ranks that returned never call it
+            continue
         for branch, in_body in m.enclosing_ifs(call):
             if isinstance(branch, ast.If) and is_rank_test(branch.test, m.rank_aliases):
-                if names_in(branch.test) & loop_vars:
+                if any(names_in(c) & loop_vars for c in walk(branch.test)
+                       if isinstance(c, ast.Compare) and is_rank_test(c, m.rank_aliases)):
                     break  # `for rank in range(world_size): if rank == me:` every rank takes it in turn
                 key = (branch, in_body)
                 if key not in other_side_syncs:  # read each branch's other side once
