@@ -6,7 +6,7 @@ code -> (name, message, why, fix, lesson)."""
 import ast
 import re
 
-from ..program import calls_in, is_const, keyword, last_name, text_mentions
+from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions
 
 RULES = {
     "DDP002": ("sampler-without-set-epoch", "DistributedSampler without sampler.set_epoch(epoch) in the epoch loop",
@@ -50,15 +50,33 @@ def distributed_samplers(m):
 
 
 def rule_sampler_without_set_epoch(m):
-    """DDP002: a shuffling DistributedSampler, an epoch loop, and no set_epoch anywhere.
+    """DDP002: a shuffling DistributedSampler, an epoch loop, and no set_epoch for it: none anywhere, or only
+    on other samplers that the file names (`val_sampler.set_epoch(epoch)` while the training sampler is never told).
 
     Error: a wrong result: every epoch visits the data in the same order.
     """
-    if "set_epoch" in m.call_names or all(runs_once(loop) for loop in m.epoch_loops()):
+    if all(runs_once(loop) for loop in m.epoch_loops()):
         return  # (no epoch loop, or only `for epoch in range(1)`: one epoch, whose order set_epoch never changes)
+    told, looping = None, None  # with some set_epoch: the samplers it reaches by name, the scopes with epochs
+    if "set_epoch" in m.call_names:
+        bound = {}  # (function, name) -> the DistributedSampler call assigned to it there
+        for call in distributed_samplers(m):
+            parent = m.parent.get(call)
+            if isinstance(parent, ast.Assign):
+                bound.update(((m.scope(call), dotted(t)), call) for t in parent.targets if dotted(t))
+        told = set()
+        for c in m.named_calls("set_epoch"):
+            name = dotted(c.func.value) if isinstance(c.func, ast.Attribute) else ""
+            call = bound.get((m.scope(c), name), bound.get((None, name)))
+            if call is None:
+                return  # a set_epoch the doctor cannot follow (loader.sampler, a helper): it may reach any sampler
+            told.add(call)
+        looping = {m.scope(loop) for loop in m.epoch_loops() if not runs_once(loop)}
     evalish = re.compile(r"val|test|eval", re.I)
     for call in distributed_samplers(m):
         data = call.args[0] if call.args else keyword(call, "dataset")
+        if told is not None and (call in told or m.scope(call) not in looping):
+            continue  # told, or made where no epoch loop runs (a sampler for one batch)
         if not is_const(keyword(call, "shuffle"), False) and not (data is not None and text_mentions(data, evalish)):
             yield call, "DDP002", ""
 
