@@ -59,18 +59,19 @@ def rule_sampler_without_set_epoch(m):
         return  # (no epoch loop, or only `for epoch in range(1)`: one epoch, whose order set_epoch never changes)
     told, looping = None, None  # with some set_epoch: the samplers it reaches by name, the scopes with epochs
     if "set_epoch" in m.call_names:
-        bound = {}  # (function, name) -> the DistributedSampler call assigned to it there
+        bound = {}  # (function, name) -> the DistributedSampler calls assigned to it there
         for call in distributed_samplers(m):
             parent = m.parent.get(call)
             if isinstance(parent, ast.Assign):
-                bound.update(((m.scope(call), dotted(t)), call) for t in parent.targets if dotted(t))
+                for t in parent.targets:
+                    bound.setdefault((m.scope(call), dotted(t)), []).append(call)
         told = set()
         for c in m.named_calls("set_epoch"):
             name = dotted(c.func.value) if isinstance(c.func, ast.Attribute) else ""
-            call = bound.get((m.scope(c), name), bound.get((None, name)))
-            if call is None:
+            calls = bound.get((m.scope(c), name), bound.get((None, name)))
+            if not calls:
                 return  # a set_epoch the doctor cannot follow (loader.sampler, a helper): it may reach any sampler
-            told.add(call)
+            told.update(calls)  # (every sampler bound to that name there: a name may be bound again)
         looping = {m.scope(loop) for loop in m.epoch_loops() if not runs_once(loop)}
     evalish = re.compile(r"val|test|eval", re.I)
     for call in distributed_samplers(m):
