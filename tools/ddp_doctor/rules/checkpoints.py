@@ -56,6 +56,16 @@ RULES = {
                "key's name. Conservative: only when the file stores the loop's epoch as it is and starts a "
                "range() from the loaded value as it is.",
                "05 · Rank-aware training; 08 · Fault tolerance"),
+    "DDP021": ("zero-state-not-consolidated", "{detail}.state_dict() of a ZeroRedundancyOptimizer that nothing "
+               "consolidates: it raises on every rank",
+               "ZeroRedundancyOptimizer shards the optimizer state: each rank holds its share. state_dict() "
+               "needs the whole state on the calling rank and raises RuntimeError ('Optimizer state has not "
+               "been consolidated on this rank') unless consolidate_state_dict(to=rank) ran first, on every "
+               "rank, since it is a collective.",
+               "On every rank: optimizer.consolidate_state_dict(to=0); then, on rank 0 only, save "
+               "optimizer.state_dict(). Conservative: silent when the file (or its folder) calls "
+               "consolidate_state_dict anywhere.",
+               "13 · When the model does not fit: ZeRO, FSDP2 and sharded checkpoints"),
 }
 
 
@@ -251,3 +261,20 @@ def rule_resume_repeats_epoch(m):
             start = it.args[0]
             if loaded_epoch(start) or dotted(start) in from_checkpoint:
                 yield start, "DDP020", ""
+
+
+def rule_zero_state_not_consolidated(m):
+    """DDP021: zero_optimizer.state_dict() with no consolidate_state_dict in the file or its folder.
+
+    Error: a crash: the state of a sharded optimizer is not on the calling rank.
+    """
+    if "consolidate_state_dict" in m.call_names | m.folder_call_names:
+        return
+    for call in m.named_calls("state_dict"):
+        if isinstance(call.func, ast.Attribute):
+            name = dotted(call.func.value)
+            zero = m.bound_to(m.scope(call), lambda v: isinstance(v, ast.Call) and
+                              last_name(v) == "ZeroRedundancyOptimizer")
+            if name and (name in zero or name in m.bound_to(None, lambda v: isinstance(v, ast.Call) and
+                                                                last_name(v) == "ZeroRedundancyOptimizer")):
+                yield call, "DDP021", name
