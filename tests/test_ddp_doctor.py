@@ -258,9 +258,9 @@ def test_github_annotations():
     kinds = {pattern.fullmatch(a).group(4): pattern.fullmatch(a).group(1) for a in annotations}
     assert kinds["DDP001"] == "error" and kinds["DDP013"] == "warning" and kinds["DDP012"] == "notice", kinds
     assert lines[-1].startswith("ddp-doctor: ")  # the summary, as a plain log line
-    finding = driver.Finding("a,b.ipynb", 3, 5, "DDP017", "100% of\nit", cell=2)
+    finding = driver.Finding("a,b.ipynb", 3, 5, "DDP005", "100% of\nit", cell=2)
     assert driver.github_line(finding) == \
-        "::warning file=a%2Cb.ipynb,title=DDP017::cell 2, line 3: DDP017 100%25 of%0Ait"
+        "::warning file=a%2Cb.ipynb,title=DDP005::cell 2, line 3: DDP005 100%25 of%0Ait"
 
 
 def test_pre_commit_hook_installs_and_runs_with_the_standard_library_only(tmp_path):
@@ -388,3 +388,33 @@ def test_cost_grows_linearly(monkeypatch):
     small, large = calls_made(1000), calls_made(4000)
     print(f"\nfunction calls: {small} for 1,000 lines, {large} for 4,000 ({large / small:.2f} times)")
     assert large / small < 4.6, (small, large)
+
+
+def test_evaluation_record_totals_agree_with_its_tables():
+    """tools/ddp_doctor/evaluation.md: each round's Totals line is what its table of verdicts gives, every
+    verdict is true, false or debatable, and every judged script is named with its repository and commit."""
+    from ddp_doctor import evaluation
+    rounds = evaluation.rounds()
+    assert rounds and all(r["total"] for r in rounds), rounds
+    assert evaluation.problems(rounds) == [], evaluation.problems(rounds)
+    made_up = "## Round 9\n| script | place | rule | verdict | why |\n|---|---|---|---|---|\n" \
+              "| a | a.py:1 | DDP005 | true | x |\n" \
+              "Totals: 1 findings: 0 true, 1 false, 0 debatable; precision 0 % (0/1)\n"
+    assert len(evaluation.problems(evaluation.rounds(made_up))) == 2  # wrong totals, script not listed
+
+
+def test_a_folder_is_read_as_one_program_for_the_gather_of_an_evaluation(tmp_path):
+    """DDP018 in a folder run: an evaluation over a padded DistributedSampler in main.py is silent when another
+    file of the folder gathers (results keyed by sample id can be merged), and fires when main.py is alone."""
+    (tmp_path / "main.py").write_text(
+        "import torch.distributed as dist\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "dist.init_process_group('gloo')\n"
+        "val_loader = DataLoader(val_set, sampler=DistributedSampler(val_set, shuffle=False))\n"
+        "dist.all_reduce(counts)\n")
+    alone = doctor("--format", "json", tmp_path / "main.py")
+    assert [f["code"] for f in json.loads(alone.stdout)["findings"]] == ["DDP018"], alone.stdout
+    (tmp_path / "evaluator.py").write_text("import torch.distributed as dist\n\n\ndef merge(results):\n"
+                                           "    every = [None] * dist.get_world_size()\n"
+                                           "    dist.all_gather_object(every, results)\n    return every\n")
+    folder = doctor("--format", "json", tmp_path)
+    assert json.loads(folder.stdout)["findings"] == [], folder.stdout

@@ -70,7 +70,7 @@ def parse(source):
         raise BadInput(str(error), 1, 0) from None
 
 
-def check_source(source, path, line_map=None, tree=None, errors=None):
+def check_source(source, path, line_map=None, tree=None, errors=None, folder=None):
     """Findings of one piece of Python (tree: source already parsed). line_map: line in source -> (cell,
     line in that cell). errors: a list that collects the rules' own failures ("rule: exception"), so that
     the other rules still run; without it, a rule's exception propagates."""
@@ -85,7 +85,7 @@ def check_source(source, path, line_map=None, tree=None, errors=None):
             c, line = place(line)
             return [Finding(path, line, col, "DDP000", message("DDP000", detail), c)]
     lines = source.splitlines()
-    module = Module(tree)
+    module = Module(tree, folder)
     findings, seen = [], set()
     for rule in RULE_FUNCTIONS:
         try:
@@ -226,7 +226,7 @@ def gc_paused():
             gc.enable()
 
 
-def check_file(path, errors=None):
+def check_file(path, errors=None, folder=None):
     """Every finding of one file (a .ipynb is read as a notebook, anything else as Python). A file that cannot
     be read is one DDP000 finding. errors: see check_source."""
     shown = str(path)
@@ -235,11 +235,34 @@ def check_file(path, errors=None):
             if path.suffix == ".ipynb":
                 nb = read_notebook(path)
                 return [f for source, line_map, tree in notebook_programs(nb)
-                        for f in check_source(source, shown, line_map, tree, errors)]
-            return check_source(read_python(path), shown, errors=errors)
+                        for f in check_source(source, shown, line_map, tree, errors, folder)]
+            return check_source(read_python(path), shown, errors=errors, folder=folder)
         except BadInput as bad:
             detail, line, col = bad.args
             return [Finding(shown, line, col, "DDP000", message("DDP000", detail))]
+
+
+CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+
+
+def folder_facts(paths):
+    """For each file of a folder given on the command line: what the folder's other files say, read once per
+    folder (a folder is one program: a gather in utils.py counts for the evaluation in main.py). Today: the
+    names the folder's Python files call, read from their text (linear; no second parse)."""
+    facts = {}
+    for root in paths:
+        if root.is_dir():
+            files = list(files_under([root]))
+            names = set()
+            for path in files:
+                if path.suffix == ".py":
+                    try:
+                        names.update(CALLED.findall(path.read_text(encoding="utf-8", errors="replace")))
+                    except OSError:
+                        continue
+            shared = frozenset(names)
+            facts.update((path, shared) for path in files)
+    return facts
 
 
 def files_under(paths):
@@ -432,6 +455,7 @@ def main(argv=None):
         return EXIT_CLEAN
     started = time.perf_counter()
     files = list(files_under(args.paths))
+    folders = folder_facts(args.paths)
     configs = {}
     try:
         selections = [find_config(path.parent, configs).merged(args.select, args.ignore, args.extend_select)
@@ -442,7 +466,7 @@ def main(argv=None):
     for path, selected in zip(files, selections):
         errors = []
         try:
-            found = check_file(path, errors)
+            found = check_file(path, errors, folders.get(path))
         except Exception as error:  # a bug in the doctor, outside any one rule: name the file, go on
             found, errors = [], [f"{type(error).__name__}: {error}"]
         internal += [(str(path), e) for e in errors]

@@ -125,6 +125,20 @@ def asks_how_launched(node):
         any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
 
 
+def is_not_distributed_value(node):
+    """-1 or None: the value scripts give a rank when the run is not distributed."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return is_const(node.operand, 1)
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def asks_if_distributed(node):
+    """`rank != -1`, `local_rank == -1`, `rank is None`: a question every rank answers alike (is this a
+    distributed run?), not which rank this is."""
+    return all(isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)) for op in node.ops) and \
+        all(is_not_distributed_value(c) for c in node.comparators)
+
+
 def is_rank_test(node, aliases=frozenset()):
     """A test that only some ranks pass: `rank == 0`, `dist.get_rank() != 0`, `is_main`, `not is_main_process()`.
     `and`, `or` and `not` are looked through with a stack, not by recursion (a test may be nested deeply)."""
@@ -140,16 +154,35 @@ def is_rank_test(node, aliases=frozenset()):
     return False
 
 
+def is_pure_rank_test(node, aliases=frozenset()):
+    """A test made of rank tests only (`rank != 0`, `not is_main and rank > 0`), with nothing else that could
+    hold: `if not use_fsdp and not is_rank0: return` exits on some ranks only when use_fsdp is false."""
+    todo, leaves = [node], 0
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.BoolOp):
+            todo.extend(node.values)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            todo.append(node.operand)
+        elif is_simple_rank_test(node, aliases):
+            leaves += 1
+        else:
+            return False
+    return leaves > 0
+
+
 def is_simple_rank_test(node, aliases):
     """is_rank_test for a test that is not an `and`, `or` or `not`."""
     if isinstance(node, ast.Compare):
-        if asks_how_launched(node):
+        if asks_how_launched(node) or asks_if_distributed(node):
             return False
         return any((text_mentions(side, RANKISH) or dotted(side) in aliases) and not isinstance(side, ast.Constant)
                    for side in [node.left, *node.comparators])
     if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
         word = last_name(node) if isinstance(node, ast.Call) else dotted(node)
-        return bool(re.search(r"is_main|main_process|is_master|master_process|is_rank_?0|rank_?zero", word, re.I))
+        return bool(re.search(r"is_main|main_process|is_master|master_process|is_rank_?0|rank_?zero", word, re.I)) or (
+            not isinstance(node, ast.Call) and (word in aliases or re.search(r"(^|[._])(local_|global_)?rank$", word)
+                                                is not None))  # `if not rank:`, `main = rank == 0; if main:`
     return False
 
 
@@ -186,7 +219,8 @@ def is_any_rank_expr(node):
 
 
 class Module:
-    def __init__(self, tree):
+    def __init__(self, tree, folder=None):
+        self.folder_call_names = folder or frozenset()  # names the other files of its folder call (driver)
         self.tree = tree
         self._assignments, self._bound, self._guarded = {}, {}, {}
         self.parent, self.nodes, self.scope_of, self._scope_nodes = {}, [], {}, {tree: []}
@@ -233,10 +267,30 @@ class Module:
         self.joins_group = "init_process_group" in self.call_names
         self.is_distributed = self.uses_ddp or self.joins_group
         self._mentions, self._reading_rank = {}, None
-        self.rank_aliases = frozenset(name for scope in [None, *self.functions_flat()]
-                                      for name, value in self.assignments(scope) if self.reads_rank(value))
+        aliases = {name for scope in [None, *self.functions_flat()]  # not `ddp = RANK != -1`: a launch question
+                   for name, value in self.assignments(scope) if self.reads_rank(value) and not (
+                       isinstance(value, ast.Compare) and asks_if_distributed(value))} | self._spawned_ranks()
+        self.rank_aliases = frozenset(aliases | {  # and names that hold a rank test: `main = rank == 0`
+            name for scope in [None, *self.functions_flat()] for name, value in self.assignments(scope)
+            if isinstance(value, (ast.Compare, ast.BoolOp, ast.UnaryOp)) and is_rank_test(value, aliases)})
         self.unguarded_functions = self._unguarded_functions()
         self.collective_functions = self._collective_functions()
+
+    def _spawned_ranks(self):
+        """The first parameter of a function that mp.spawn (or start_processes) starts is the process's index,
+        a rank: `def main_worker(gpu, ...)` with `if gpu == 0:`; so is a name assigned from it in that function
+        (`args.gpu = gpu`)."""
+        found = set()
+        for call in self.named_calls("spawn", "start_processes"):
+            target = call.args[0] if call.args else keyword(call, "fn")
+            for fn in self.functions.get(target.id, []) if isinstance(target, ast.Name) else []:
+                params = [*fn.args.posonlyargs, *fn.args.args]
+                if params:
+                    first = params[0].arg
+                    found.add(first)
+                    found.update(name for name, value in self.assignments(fn)
+                                 if isinstance(value, ast.Name) and value.id == first)
+        return found
 
     def of_type(self, *kinds, ordered=False):
         """The nodes of these types: type by type, or (ordered) in the order of self.nodes."""
@@ -355,6 +409,28 @@ class Module:
                 len(siblings))
         return self._first_exit[key]
 
+    def after_rank_exit(self, node):
+        """The `if <rank test>: return` (or continue) that comes before node in its function, at the level of
+        node's statement or of a block around it; None if there is none. Read once per block. (A raise or an
+        exit() ends the process: the launcher then stops the others, a crash rather than a hang.)"""
+        stmt = self.statement(node)
+        for a in [stmt, *self.ancestors(stmt)]:
+            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module, ast.Lambda, ast.ClassDef)):
+                return None
+            if a in self.position:
+                field, index = self.position[a]
+                key = (self.parent[a], field, "strict")
+                if key not in self._first_exit:
+                    siblings = getattr(self.parent[a], field)
+                    self._first_exit[key] = next(
+                        (i for i, s in enumerate(siblings) if isinstance(s, ast.If) and
+                         is_pure_rank_test(s.test, self.rank_aliases) and any(
+                             isinstance(b, (ast.Return, ast.Continue)) for b in s.body)),
+                        len(siblings))
+                if self._first_exit[key] < index:
+                    return getattr(self.parent[a], field)[self._first_exit[key]]
+        return None
+
     def _unguarded_functions(self):
         """Functions that some rank-unguarded path of the file calls. A function the file never calls is
         not in the set (nothing to say about it)."""
@@ -376,6 +452,21 @@ class Module:
                     unguarded.add(name)
                     todo.append(name)
         return unguarded
+
+    def before_group(self, node):
+        """Whether node runs before its function forms the process group: the function (or the module) calls
+        init_process_group itself, and node sits on an earlier line, in no loop that reaches the call. Such code runs in
+        a process that has not joined the job yet (a single-process branch, a setup step)."""
+        if not hasattr(self, "_first_init"):
+            self._first_init = {}
+            for call in self.named_calls("init_process_group"):
+                scope = self.scope(call)
+                self._first_init[scope] = min(self._first_init.get(scope, call.lineno), call.lineno)
+        scope = self.scope(node)
+        if scope not in self._first_init or node.lineno >= self._first_init[scope]:
+            return False
+        return not any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) and a.end_lineno >= self._first_init[scope]
+                       for a in self.ancestors(node) if self.scope_of.get(a) is scope)  # a loop around both
 
     def guarded(self, node):
         if self.locally_guarded(node):

@@ -6,7 +6,7 @@ code -> (name, message, why, fix, lesson)."""
 import ast
 import re
 
-from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions, unparse
+from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions, unparse, walk
 
 RULES = {
     "DDP005": ("unguarded-save", "torch.save() runs on every rank: guard it with `if rank == 0:`",
@@ -29,7 +29,9 @@ RULES = {
                "without map_location, every rank puts its copy on GPU 0: memory there runs out, and the "
                "other ranks' tensors sit on the wrong device.",
                "torch.load(path, map_location='cpu', weights_only=True) (load_state_dict then copies to the "
-               "model's device), or map_location=device.",
+               "model's device), or map_location=device. Silent for a load inside a rank test (one rank "
+               "loads, DDP broadcasts its weights), for one before init_process_group in the same function, "
+               "and for one whose `if` passes map_location in its other branch (a choice made per branch).",
                "05 · Rank-aware training"),
     "DDP009": ("load-weights-only-false", "torch.load(..., weights_only=False) runs whatever code the file holds",
                "torch.load unpickles: with weights_only=False a crafted file can run any code on every rank "
@@ -42,7 +44,9 @@ RULES = {
                "DDP wraps the model: the wrapper's state_dict() names every weight 'module.<name>'. A model "
                "without DDP (evaluation, a single-GPU run, another script) then cannot load the file "
                "('Missing key(s) ... Unexpected key(s) module.').",
-               "Save ddp_model.module.state_dict() (or the unwrapped model's state_dict()).",
+               "Save ddp_model.module.state_dict() (or the unwrapped model's state_dict()). Silent for a file "
+               "that loads its checkpoints back into the DDP model and saves the weights unwrapped as well "
+               "(ddp_model.module.state_dict()): the 'module.' keys then never leave the script.",
                "05 · Rank-aware training"),
     "DDP020": ("resume-repeats-epoch", "the resumed run restarts at the epoch the checkpoint stored as finished: "
                "that epoch runs twice",
@@ -52,6 +56,16 @@ RULES = {
                "key's name. Conservative: only when the file stores the loop's epoch as it is and starts a "
                "range() from the loaded value as it is.",
                "05 · Rank-aware training; 08 · Fault tolerance"),
+    "DDP021": ("zero-state-not-consolidated", "{detail}.state_dict() of a ZeroRedundancyOptimizer that nothing "
+               "consolidates: it raises on every rank",
+               "ZeroRedundancyOptimizer shards the optimizer state: each rank holds its share. state_dict() "
+               "needs the whole state on the calling rank and raises RuntimeError ('Optimizer state has not "
+               "been consolidated on this rank') unless consolidate_state_dict(to=rank) ran first, on every "
+               "rank, since it is a collective.",
+               "On every rank: optimizer.consolidate_state_dict(to=0); then, on rank 0 only, save "
+               "optimizer.state_dict(). Conservative: silent when the file (or its folder) calls "
+               "consolidate_state_dict anywhere.",
+               "13 · When the model does not fit: ZeRO, FSDP2 and sharded checkpoints"),
 }
 
 
@@ -63,8 +77,19 @@ def rule_unguarded_save(m):
     if not m.is_distributed:
         return
     for call in m.named_calls("save"):
-        if dotted(call.func) == "torch.save" and not m.guarded(call) and not m.mentions_rank(call):
+        if dotted(call.func) == "torch.save" and not m.guarded(call) and not names_rank(m, call) and \
+                not m.before_group(call):  # (before init_process_group: one process)
             yield call, "DDP005", ""  # (a path that names the rank is a file per rank, on purpose)
+
+
+def names_rank(m, call):
+    """Whether a save or load names the rank: in its arguments, or through a name that its function assigned
+    from an expression with the rank in it (`path = f"queue{args.rank}.pth"`): a file per rank, on purpose,
+    which each rank writes and reads back on its own device."""
+    if m.mentions_rank(call):
+        return True
+    names = {a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)}
+    return any(name in names and m.mentions_rank(value) for name, value in m.assignments(m.scope(call)))
 
 
 CHECKPOINTISH = re.compile(r"state|checkpoint|ckpt|snapshot", re.I)
@@ -115,14 +140,28 @@ def rule_load_without_map_location(m):
     Warning: likely wrong: every rank's copy lands on the GPU it was saved from (GPU 0).
     """
     for call in torch_loads(m):
-        if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2:
-            yield call, "DDP008", ""
+        if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2 and \
+                not m.locally_guarded(call) and not m.before_group(call) and not other_branch_maps(m, call) and \
+                not names_rank(m, call):
+            yield call, "DDP008", ""  # (a load that one rank does, or that runs before the group forms, is fine)
+
+
+def other_branch_maps(m, call):
+    """Whether the `if` around this load passes map_location to a torch.load in its other branch: the script
+    chooses per branch (`if args.gpu is None: torch.load(p)` / `else: torch.load(p, map_location=loc)`)."""
+    for branch, in_body in m.enclosing_ifs(call):
+        other = branch.orelse if in_body else branch.body
+        for stmt in other if isinstance(other, list) else [other]:
+            if any(dotted(c.func) == "torch.load" and (keyword(c, "map_location") is not None or len(c.args) > 1)
+                   for c in calls_in(stmt)):
+                return True
+    return False
 
 
 def rule_load_weights_only_false(m):
     """DDP009: torch.load(..., weights_only=False).
 
-    Warning: likely wrong: unpickling can run code from the file; needed only for pickled objects.
+    Advice: security: unpickling can run code from the file; a choice for one's own checkpoints, not a DDP fault.
     """
     for call in torch_loads(m):
         if is_const(keyword(call, "weights_only"), False):
@@ -134,6 +173,13 @@ def rule_saved_module_prefix(m):
 
     Warning: likely wrong: the file cannot be loaded without DDP until its keys are renamed.
     """
+    restored = any(isinstance(c.func, ast.Attribute) and dotted(c.func.value) in m.ddp_names(m.scope(c))
+                   for c in m.named_calls("load_state_dict"))
+    exported = any("save" in last_name(c).lower() and any(
+        last_name(s) == "state_dict" and ".module" in "." + dotted(s.func) for s in calls_in(c)) for c in m.calls)
+    if restored and exported:
+        return  # resume checkpoints go back into the DDP model, and the weights for use without DDP are saved
+        # unwrapped (model.module....state_dict()): the 'module.' keys never leave the script
     for save in m.named_calls("save"):
         if dotted(save.func) != "torch.save" or not save.args:
             continue
@@ -148,6 +194,31 @@ def rule_saved_module_prefix(m):
                 if last_name(c) == "state_dict" and isinstance(c.func, ast.Attribute) and \
                         dotted(c.func.value) in ddp:
                     yield c, "DDP010", dotted(c.func.value)
+
+
+def saved_values(m):
+    """The dicts a file saves, and the `name[key] = ...` lines that fill them: a dict (or dict(...)) inside the
+    arguments of a call named like a save (torch.save, save_on_master, save_checkpoint), or bound to a name
+    that such a call receives in the same function. Computed once per file."""
+    if hasattr(m, "_saved_values"):
+        return m._saved_values
+    found, passed = set(), {}  # passed: scope -> names given to a save call there
+    for call in m.calls:
+        if "save" in last_name(call).lower():
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                if isinstance(arg, ast.Name):
+                    passed.setdefault(m.scope(call), set()).add(arg.id)
+                found.update(n for n in walk(arg) if isinstance(n, (ast.Dict, ast.Call)))
+    for scope, names in passed.items():
+        for node in m.scope_nodes(scope):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name) and target.id in names:
+                        found.update(n for n in walk(node.value) if isinstance(n, (ast.Dict, ast.Call)))
+                    elif isinstance(target, ast.Subscript) and dotted(target.value) in names:
+                        found.add(node)
+    m._saved_values = found
+    return found
 
 
 def rule_resume_repeats_epoch(m):
@@ -165,8 +236,11 @@ def rule_resume_repeats_epoch(m):
     def finished_epoch(value):  # the loop variable itself (or a parameter of the same name), not epoch + 1
         return isinstance(value, ast.Name) and value.id in loop_vars
 
-    stored = set()  # the keys under which the finished epoch is stored
+    saved = saved_values(m)
+    stored = set()  # the keys under which a saved dict stores the finished epoch
     for node in m.of_type(ast.Dict, ast.Call, ast.Assign):
+        if node not in saved:
+            continue  # a log line's dict(epoch=epoch, ...) is not the checkpoint
         if isinstance(node, ast.Dict):
             stored |= {k.value for k, v in zip(node.keys, node.values) if epoch_key(k) and finished_epoch(v)}
         elif isinstance(node, ast.Call) and dotted(node.func) == "dict":
@@ -187,3 +261,20 @@ def rule_resume_repeats_epoch(m):
             start = it.args[0]
             if loaded_epoch(start) or dotted(start) in from_checkpoint:
                 yield start, "DDP020", ""
+
+
+def rule_zero_state_not_consolidated(m):
+    """DDP021: zero_optimizer.state_dict() with no consolidate_state_dict in the file or its folder.
+
+    Error: a crash: the state of a sharded optimizer is not on the calling rank.
+    """
+    if "consolidate_state_dict" in m.call_names | m.folder_call_names:
+        return
+    for call in m.named_calls("state_dict"):
+        if isinstance(call.func, ast.Attribute):
+            name = dotted(call.func.value)
+            zero = m.bound_to(m.scope(call), lambda v: isinstance(v, ast.Call) and
+                              last_name(v) == "ZeroRedundancyOptimizer")
+            if name and (name in zero or name in m.bound_to(None, lambda v: isinstance(v, ast.Call) and
+                                                                last_name(v) == "ZeroRedundancyOptimizer")):
+                yield call, "DDP021", name

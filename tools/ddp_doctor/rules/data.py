@@ -6,7 +6,7 @@ code -> (name, message, why, fix, lesson)."""
 import ast
 import re
 
-from ..program import calls_in, is_const, keyword, last_name, text_mentions
+from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions
 
 RULES = {
     "DDP002": ("sampler-without-set-epoch", "DistributedSampler without sampler.set_epoch(epoch) in the epoch loop",
@@ -38,7 +38,9 @@ RULES = {
                "the metric is close, not exact.",
                "Shard without padding (rank r takes r, r + N, ...) and sum the counts, or gather (index, "
                "result) and count each index once. Conservative: only a sampler over a dataset named "
-               "val/test/eval, without drop_last=True, in a file that gathers nothing.",
+               "val/test/eval, without drop_last=True, in a file (and folder) that combines values over the ranks "
+               "(a reduce, a sum over ranks) but gathers nothing, and never tests "
+               "len(...) % ... itself.",
                "05 · Rank-aware training"),
 }
 
@@ -48,17 +50,47 @@ def distributed_samplers(m):
 
 
 def rule_sampler_without_set_epoch(m):
-    """DDP002: a shuffling DistributedSampler, an epoch loop, and no set_epoch anywhere.
+    """DDP002: a shuffling DistributedSampler, an epoch loop, and no set_epoch for it: none anywhere, or only
+    on other samplers that the file names (`val_sampler.set_epoch(epoch)` while the training sampler is never told).
 
     Error: a wrong result: every epoch visits the data in the same order.
     """
-    if "set_epoch" in m.call_names or not m.epoch_loops():
-        return
+    if all(runs_once(loop) for loop in m.epoch_loops()):
+        return  # (no epoch loop, or only `for epoch in range(1)`: one epoch, whose order set_epoch never changes)
+    told, looping = None, None  # with some set_epoch: the samplers it reaches by name, the scopes with epochs
+    if "set_epoch" in m.call_names:
+        bound = {}  # (function, name) -> the DistributedSampler calls assigned to it there
+        for call in distributed_samplers(m):
+            parent = m.parent.get(call)
+            if isinstance(parent, ast.Assign):
+                for t in parent.targets:
+                    bound.setdefault((m.scope(call), dotted(t)), []).append(call)
+        told = set()
+        for c in m.named_calls("set_epoch"):
+            name = dotted(c.func.value) if isinstance(c.func, ast.Attribute) else ""
+            calls = bound.get((m.scope(c), name), bound.get((None, name)))
+            if not calls:
+                return  # a set_epoch the doctor cannot follow (loader.sampler, a helper): it may reach any sampler
+            told.update(calls)  # (every sampler bound to that name there: a name may be bound again)
+        looping = {m.scope(loop) for loop in m.epoch_loops() if not runs_once(loop)}
     evalish = re.compile(r"val|test|eval", re.I)
     for call in distributed_samplers(m):
         data = call.args[0] if call.args else keyword(call, "dataset")
+        if told is not None and (call in told or m.scope(call) not in looping):
+            continue  # told, or made where no epoch loop runs (a sampler for one batch)
         if not is_const(keyword(call, "shuffle"), False) and not (data is not None and text_mentions(data, evalish)):
             yield call, "DDP002", ""
+
+
+def runs_once(loop):
+    """`for epoch in range(1)` (or range(0, 1)): a loop of one epoch, written as a number."""
+    it = loop.iter
+    if not (isinstance(it, ast.Call) and last_name(it) == "range" and it.args and not it.keywords):
+        return False
+    if len(it.args) == 1:
+        return is_const(it.args[0], 1) or is_const(it.args[0], 0)
+    bounds = [a.value for a in it.args if isinstance(a, ast.Constant) and type(a.value) is int]
+    return len(it.args) == len(bounds) == 2 and bounds[1] - bounds[0] <= 1
 
 
 def rule_shuffle_with_sampler(m):
@@ -127,6 +159,19 @@ def rule_padded_evaluation(m):
         data = call.args[0] if call.args else keyword(call, "dataset")
         if data is None or not text_mentions(data, evalish) or is_const(keyword(call, "drop_last"), True):
             continue
-        if any("gather" in name for name in m.call_names):
-            continue  # the file gathers results: it may count each index once
+        if any("gather" in name for name in m.call_names | m.folder_call_names):
+            continue  # the file, or another file of its folder, gathers results: it may count each index once
+        if checks_divisibility(m):
+            continue  # the file tests len(dataset) % world itself: it warns, pads or falls back knowingly
+        if not any(COMBINES.search(name) for name in m.call_names | m.folder_call_names):
+            continue  # nothing is combined over the ranks: each rank's metric is its own shard's, not a padded sum
         yield call, "DDP018", ""
+
+
+COMBINES = re.compile(r"reduce|dist_sum|sum_over|all_sum", re.I)  # calls that combine values over the ranks
+
+
+def checks_divisibility(m):
+    """Whether the file computes `len(...) % ...` anywhere: a script that asks whether a set divides."""
+    return any(isinstance(n.op, ast.Mod) and isinstance(n.left, ast.Call) and last_name(n.left) == "len"
+               for n in m.of_type(ast.BinOp))

@@ -6,7 +6,15 @@ code -> (name, message, why, fix, lesson)."""
 import ast
 import re
 
-from ..program import dotted, is_const, is_global_rank_expr, keyword, last_name, text_mentions, unparse
+from ..program import (
+    dotted,
+    is_const,
+    is_global_rank_expr,
+    keyword,
+    last_name,
+    text_mentions,
+    unparse,
+)
 
 RULES = {
     "DDP001": ("global-rank-as-device", "{detail} is the global rank (get_rank() / RANK), used as a device index: "
@@ -16,7 +24,8 @@ RULES = {
                "('invalid device ordinal'). The device index on a machine is the local rank.",
                "local_rank = int(os.environ['LOCAL_RANK']); torch.cuda.set_device(local_rank). Conservative: "
                "only a name assigned from get_rank() / RANK in the same function, or the call itself, used "
-               "directly as a device index (set_device, torch.device('cuda', i), f'cuda:{i}', .cuda(i), "
+               "directly as a device index (set_device, torch.accelerator.set_device_index(i), "
+               "torch.device('cuda', i), f'cuda:{i}', .cuda(i), "
                "device_ids=[i], .to(i)).",
                "02 · Processes, ranks and world size; 04 · From single device to DDP"),
     "DDP012": ("nccl-hard-coded", "init_process_group('nccl') hard-coded: no CPU path",
@@ -29,7 +38,10 @@ RULES = {
                "By the time the script runs, the launcher has already decided which processes run; setting "
                "the variable in Python works only if nothing has touched CUDA yet, and then it renumbers the "
                "GPUs under LOCAL_RANK, so local rank 1 may see one GPU or none.",
-               "Choose GPUs outside the script: CUDA_VISIBLE_DEVICES=0,2 torchrun --nproc_per_node=2 train.py.",
+               "Choose GPUs outside the script: CUDA_VISIBLE_DEVICES=0,2 torchrun --nproc_per_node=2 train.py. "
+               "Conservative: only a GPU list written in the script (a string, or an argparse default); silent "
+               "for \"-1\" (a CPU run), a value computed from the rank (an MPI or SLURM task's own GPU) or one "
+               "the doctor cannot read (a function's parameter).",
                "04 · From single device to DDP"),
     "DDP014": ("legacy-local-rank-argument", "{detail} as an argparse option: the legacy launcher's way",
                "torch.distributed.launch passed --local_rank (since torch 2.0 --local-rank) on the command "
@@ -47,10 +59,11 @@ def is_global_rank(node, global_ranks):
 
 
 def device_indices(call):
-    """The arguments of a call that name a device index: set_device(i), torch.device("cuda", i), .cuda(i),
+    """The arguments of a call that name a device index: set_device(i), set_device_index(i),
+    torch.device("cuda", i), .cuda(i),
     .to(i), device_ids=[i]."""
     name, found = dotted(call.func), []
-    if name.endswith("cuda.set_device") and call.args:
+    if name.endswith(("cuda.set_device", "accelerator.set_device_index", "xpu.set_device")) and call.args:
         found = [call.args[0]]
     elif name in ("torch.device", "device") and len(call.args) == 2 and is_const(call.args[0], "cuda"):
         found = [call.args[1]]
@@ -98,6 +111,23 @@ def rule_nccl_hard_coded(m):
         yield backend, "DDP012", ""
 
 
+def hard_coded_gpus(m, value):
+    """A GPU list written in the script: a string constant ("0,2"), or an argparse option whose default is one
+    (`--gpu_id` default '0,2'). Not "" or "-1" (every GPU hidden: the way to make a run use the CPU), and not
+    a value the doctor cannot read (a function's parameter, a rank: an MPI or SLURM task's own GPU)."""
+    def gpu_list(node):
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip() not in ("", "-1")
+    if gpu_list(value):
+        return True
+    if isinstance(value, ast.Attribute):
+        for call in m.named_calls("add_argument"):
+            flags = [a.value.lstrip("-").replace("-", "_") for a in call.args
+                     if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if value.attr in flags or is_const(keyword(call, "dest"), value.attr):
+                return gpu_list(keyword(call, "default"))
+    return False
+
+
 def rule_cuda_visible_devices(m):
     """DDP013: os.environ["CUDA_VISIBLE_DEVICES"] = ... (or setdefault / update / putenv) in the script.
 
@@ -107,12 +137,13 @@ def rule_cuda_visible_devices(m):
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Subscript) and dotted(target.value).endswith("environ") and \
-                        is_const(target.slice, "CUDA_VISIBLE_DEVICES"):
+                        is_const(target.slice, "CUDA_VISIBLE_DEVICES") and hard_coded_gpus(m, node.value):
                     yield target, "DDP013", ""
         elif isinstance(node, ast.Call):
             name = dotted(node.func)
             if name.endswith(("environ.setdefault", "putenv")) and node.args and \
-                    is_const(node.args[0], "CUDA_VISIBLE_DEVICES"):
+                    is_const(node.args[0], "CUDA_VISIBLE_DEVICES") and len(node.args) > 1 and \
+                    hard_coded_gpus(m, node.args[1]):
                 yield node, "DDP013", ""
             elif name.endswith("environ.update") and any(k.arg == "CUDA_VISIBLE_DEVICES" for k in node.keywords):
                 yield node, "DDP013", ""

@@ -78,7 +78,7 @@ def loss_names(m, scope):
 def rule_unreduced_logged_loss(m):
     """DDP017: a print of loss.item() (or of a sum of them) that no collective ever saw.
 
-    Warning: likely wrong: the logged loss is one shard's, not the model's.
+    Advice: exactness: the logged loss is one shard's, an estimate of the model's (all-reduce it for the figure).
     """
     if not m.is_distributed:
         return

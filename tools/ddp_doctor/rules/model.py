@@ -62,8 +62,8 @@ def softmax_kind(call):
 
 
 def rule_softmax_into_cross_entropy(m):
-    """DDP019: a model whose forward() returns a softmax, or cross_entropy(softmax(x), y), in a file with
-    CrossEntropyLoss.
+    """DDP019: a model whose forward() returns a softmax, an nn.Sequential that ends with one, or
+    cross_entropy(softmax(x), y), in a file with CrossEntropyLoss.
 
     Error: a wrong result: the loss cannot go below a floor and training slows or stalls.
     """
@@ -78,6 +78,12 @@ def rule_softmax_into_cross_entropy(m):
                     kind = softmax_kind(call)
                     if not (kind == "log_softmax" and nll):
                         yield call, "DDP019", f"a {kind} at the end of forward() is"
+    for seq in m.named_calls("Sequential"):  # nn.Sequential(..., nn.Softmax(dim=1)): the model ends in a softmax
+        last = seq.args[-1] if seq.args else None
+        if isinstance(last, ast.Call) and last_name(last) in ("Softmax", "LogSoftmax"):
+            kind = softmax_kind(last)
+            if not (kind == "log_softmax" and nll):
+                yield last, "DDP019", f"a {kind} at the end of an nn.Sequential is"
     loss_fns = set()
     for scope in [None, *[d for defs in m.functions.values() for d in defs]]:
         loss_fns |= set(m.bound_to(scope, lambda v: isinstance(v, ast.Call) and last_name(v) == "CrossEntropyLoss"))

@@ -5,7 +5,7 @@ code -> (name, message, why, fix, lesson)."""
 
 import ast
 
-from ..program import COLLECTIVES, calls_in, dotted, is_rank_test, last_name, names_in, walk
+from ..program import COLLECTIVES, calls_in, dotted, is_rank_test, last_name, names_in, unparse, walk
 
 RULES = {
     "DDP011": ("collective-in-rank-branch", "{detail} inside a branch that only some ranks take: the others "
@@ -55,9 +55,15 @@ def rule_collective_in_rank_branch(m):
         else:
             continue
         loop_vars = {dotted(a.target) for a in m.ancestors(call) if isinstance(a, (ast.For, ast.AsyncFor))} - {""}
+        exit_before = m.after_rank_exit(call)
+        if exit_before is not None and not any(
+                isinstance(b, ast.If) and is_rank_test(b.test, m.rank_aliases) for b, _ in m.enclosing_ifs(call)):
+            yield call, "DDP011", what  # after `if rank != 0: return`: the ranks that returned never call it
+            continue
         for branch, in_body in m.enclosing_ifs(call):
             if isinstance(branch, ast.If) and is_rank_test(branch.test, m.rank_aliases):
-                if names_in(branch.test) & loop_vars:
+                if any(names_in(c) & loop_vars for c in walk(branch.test)
+                       if isinstance(c, ast.Compare) and is_rank_test(c, m.rank_aliases)):
                     break  # `for rank in range(world_size): if rank == me:` every rank takes it in turn
                 key = (branch, in_body)
                 if key not in other_side_syncs:  # read each branch's other side once
@@ -66,9 +72,43 @@ def rule_collective_in_rank_branch(m):
                     other_side_syncs[key] = any(
                         m.is_collective(c) or last_name(c) in m.collective_functions or dotted(c.func) in ddp
                         for s in other for c in calls_in(s))
-                if not other_side_syncs[key]:  # the other ranks call one too: no finding
-                    yield call, "DDP011", what
+                if not other_side_syncs[key] and not complement_syncs(m, branch, name):
+                    yield call, "DDP011", what  # (the other ranks call one too, here or in a twin `if`: no finding)
                 break
+
+
+def complementary(a, b):
+    """Whether test b is the negation of test a: `not X` / `X`, `r == 0` / `r != 0`, `r < k` / `r >= k`."""
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.Not) and unparse(x.operand) == unparse(y):
+            return True
+    opposite = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE,
+                ast.LtE: ast.Gt, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In}
+    return isinstance(a, ast.Compare) and isinstance(b, ast.Compare) and len(a.ops) == len(b.ops) == 1 and \
+        opposite.get(type(a.ops[0])) is type(b.ops[0]) and unparse(a.left) == unparse(b.left) and \
+        unparse(a.comparators[0]) == unparse(b.comparators[0])
+
+
+def complement_syncs(m, branch, name):
+    """Whether the same function has a twin `if`, with another test on the same rank names, that calls the same
+    collective: `if rank != 0: barrier()` ... `if rank == 0: barrier()` (rank 0 goes first), or yolov5's
+    `if local_rank not in [-1, 0]: barrier()` ... `if local_rank == 0: barrier()`. The doctor cannot count
+    which ranks take which (that takes values), so a pair of complementary-looking tests is taken as one."""
+    tested = rank_names(branch.test)
+    for other in m.scope_nodes(m.scope(branch)):
+        if isinstance(other, ast.If) and other is not branch and any(
+                last_name(c) == name for s in other.body for c in calls_in(s)) and (
+                complementary(branch.test, other.test) or (
+                    unparse(branch.test) != unparse(other.test) and tested and rank_names(other.test) == tested)):
+            return True
+    return False
+
+
+def rank_names(test):
+    """The names and attributes a test compares (`local_rank`, `args.rank`, `dist.get_rank()`'s text)."""
+    return {unparse(side) for n in walk(test) if isinstance(n, ast.Compare)
+            for side in [n.left, *n.comparators] if not isinstance(side, (ast.Constant, ast.List, ast.Tuple,
+                                                                           ast.Set, ast.UnaryOp))}
 
 
 def rule_no_sync_around_backward_only(m):
