@@ -46,6 +46,19 @@ def test_unchanged_lesson_is_not_executed_again():
     assert series.cache_key(notebook, {"nproc_per_node": 3}) != first["key"]
 
 
+def test_a_change_inside_a_tool_package_executes_the_lesson_again(tmp_path, monkeypatch):
+    """A lesson that runs a tool package (14: tools/ddp_doctor/) must not reuse an execution of the old tool."""
+    package = tmp_path / "tools" / "ddp_doctor"
+    package.mkdir(parents=True)
+    (package / "rules.py").write_text("RULES = 1\n")
+    monkeypatch.setattr(series, "REPO", tmp_path)
+    monkeypatch.setattr(series, "SANDBOX_TOOLS", ["ddp_doctor"])
+    notebook = NOTEBOOKS / "14_ddp_doctor.ipynb"
+    before = series.cache_key(notebook, {})
+    (package / "rules.py").write_text("RULES = 2\n")
+    assert series.cache_key(notebook, {}) != before
+
+
 def test_failing_launch_fails_the_lesson(tmp_path):
     """One rank raises: papermill must fail, at the launch cell, with that rank's traceback shown."""
     record = series.execute(NOTEBOOKS / "00_setup.ipynb", tmp_path, params={"fail_rank": 1}, force=True)

@@ -166,10 +166,13 @@ def cache_key(nb_path: Path, params: dict[str, object]) -> str:
     digest.update(json.dumps(code_of(nb_path)).encode())
     digest.update(json.dumps(params, sort_keys=True).encode())
     digest.update(importlib.metadata.version("torch").encode())
+    tools = REPO / "tools"
+    tool_files = [f for tool in SANDBOX_TOOLS for f in sorted((tools / tool).rglob("*")) or [tools / tool]]
     for path in [Path(__file__), *sorted(SCRIPTS.glob("*")), *sorted(FIGURES.glob("*")),
-                 *sorted(NOTEBOOKS.glob("*.py")), *(REPO / "tools" / tool for tool in SANDBOX_TOOLS)]:
-        if path.is_file():
-            digest.update(path.name.encode() + path.read_bytes())
+                 *sorted(NOTEBOOKS.glob("*.py")), *tool_files]:  # a tool package's files too (14: the doctor)
+        if path.is_file() and "__pycache__" not in path.parts:
+            name = path.relative_to(tools) if path.is_relative_to(tools) else path.name
+            digest.update(str(name).encode() + path.read_bytes())
     return digest.hexdigest()
 
 
