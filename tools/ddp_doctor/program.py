@@ -3,7 +3,6 @@
 
 import ast
 import re
-from collections import deque
 
 COLLECTIVES = {"all_reduce", "barrier", "broadcast", "all_gather", "all_gather_into_tensor", "all_gather_object",
                "reduce", "gather", "gather_object", "scatter", "scatter_object_list", "reduce_scatter",
@@ -29,22 +28,33 @@ def child_fields(kind):
 
 NOT_CHILDREN = {"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind", "type_comment",
                 "conversion", "is_async", "simple", "kwd_attrs", "rest", "lineno", "tag", "asname"}
+NULLABLE_LISTS = {(ast.Dict, "keys"), (ast.arguments, "kw_defaults")}  # lists that hold None (`**d`, `*, a`)
+
+
+class Layout(dict):
+    """node type -> ((field, whether it is a list that may hold None), ...) for its child fields, in ast's order:
+    what the walks read for each node, computed once per type."""
+
+    def __missing__(self, kind):
+        self[kind] = tuple((f, (kind, f) in NULLABLE_LISTS) for f in child_fields(kind))
+        return self[kind]
+
+
+_LAYOUT = Layout()
 for _kind in vars(ast).values():  # every node type known now, so that walks look fields up without a miss
     if isinstance(_kind, type) and issubclass(_kind, ast.AST):
-        child_fields(_kind)
+        _LAYOUT[_kind]
 
 
 def walk(node):
     """Every node under node, breadth first, as ast.walk gives them, without the shared context and operator
-    objects (see child_fields): the same order, in about half the time, since every rule walks."""
-    todo = deque([node])
-    while todo:
-        node = todo.popleft()
-        kind = type(node)
-        for field in _CHILD_FIELDS[kind] if kind in _CHILD_FIELDS else child_fields(kind):
+    objects (see child_fields): the same order, in about a third of the time, since every rule walks."""
+    todo = [node]
+    for node in todo:  # a list read while it grows: breadth first, without a deque
+        for field, may_hold_none in _LAYOUT[type(node)]:
             value = getattr(node, field, None)
             if type(value) is list:
-                todo.extend(v for v in value if isinstance(v, ast.AST))
+                todo.extend([v for v in value if v is not None] if may_hold_none else value)
             elif value is not None:
                 todo.append(value)
         yield node
@@ -68,11 +78,12 @@ def dotted(node):
 
 def last_name(node):
     """The last part of a call's function: 'save' for torch.save, 'DDP' for DDP."""
-    if isinstance(node, ast.Call):
+    if type(node) is ast.Call:
         node = node.func
-    if isinstance(node, ast.Attribute):
+    kind = type(node)
+    if kind is ast.Attribute:
         return node.attr
-    if isinstance(node, ast.Name):
+    if kind is ast.Name:
         return node.id
     return ""
 
@@ -95,12 +106,19 @@ def names_in(node):
 
 def text_mentions(node, pattern):
     """Whether a name, attribute or string constant inside node matches pattern."""
-    for n in walk(node):
-        word = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else (
-            n.value if isinstance(n, ast.Constant) and isinstance(n.value, str) else None)
-        if word is not None and pattern.search(word):
-            return True
-    return False
+    return any(word is not None and pattern.search(word) for word in map(word_of, walk(node)))
+
+
+def word_of(node):
+    """The text of a name, an attribute or a string constant; None for any other node."""
+    kind = type(node)
+    if kind is ast.Name:
+        return node.id
+    if kind is ast.Attribute:
+        return node.attr
+    if kind is ast.Constant and type(node.value) is str:
+        return node.value
+    return None
 
 
 RANKISH = re.compile(r"rank|is_main|main_process|is_master|master_process", re.I)
@@ -191,8 +209,11 @@ def mentions_rank(node, aliases=frozenset()):
     rank-like name or by a name the file assigned from a rank (aliases: self.gpu_id = LOCAL_RANK ...)."""
     if asks_how_launched(node):
         return False
-    return text_mentions(node, RANKISH) or any(dotted(n) in aliases for n in walk(node)
-                                                 if isinstance(n, (ast.Name, ast.Attribute)))
+    for n in walk(node):  # one walk for both questions
+        word = word_of(n)
+        if word is not None and (RANKISH.search(word) or (type(n) is not ast.Constant and dotted(n) in aliases)):
+            return True
+    return False
 
 
 def unparse(node):
@@ -223,37 +244,12 @@ class Module:
         self.folder_call_names = folder or frozenset()  # names the other files of its folder call (driver)
         self.tree = tree
         self._assignments, self._bound, self._guarded = {}, {}, {}
-        self.parent, self.nodes, self.scope_of, self._scope_nodes = {}, [], {}, {tree: []}
+        self.parent, self.nodes, self.scope_of, self._scope_nodes = {}, [], {}, {}
+        self._statements = {tree: []}  # scope -> its statements, in the order of its nodes
         self.position = {}  # statement -> (field of its parent that holds it, index there)
         self._first_exit = {}  # (block, field) -> index of the first `if <rank test>: return` there
         self.by_type = {}  # node type -> its nodes, in the order of self.nodes
-        nodes, parent, scope_of, position, by_type = self.nodes, self.parent, self.scope_of, self.position, self.by_type
-        todo = [(tree, None)]  # one walk: every node, its parent, and the function it belongs to
-        while todo:
-            node, scope = todo.pop()
-            nodes.append(node)
-            kind = type(node)
-            by_type.setdefault(kind, []).append(node)
-            inner = node if kind in SCOPE_TYPES else scope
-            if inner is node:
-                self._scope_nodes[node] = []
-            here = self._scope_nodes[inner or tree]
-            for field in _CHILD_FIELDS[kind] if kind in _CHILD_FIELDS else child_fields(kind):  # ast's order
-                value = getattr(node, field, None)
-                if type(value) is list:
-                    for index, child in enumerate(value):
-                        if isinstance(child, ast.AST):
-                            parent[child] = node
-                            scope_of[child] = inner
-                            here.append(child)
-                            todo.append((child, inner))
-                            if field in BLOCKS:
-                                position[child] = (field, index)
-                elif value is not None:
-                    parent[value] = node
-                    scope_of[value] = inner
-                    here.append(value)
-                    todo.append((value, inner))
+        self._index(tree)
         self.functions = {}  # name -> [FunctionDef] (methods too, by their name)
         for node in self.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
             self.functions.setdefault(node.name, []).append(node)
@@ -276,6 +272,47 @@ class Module:
         self.unguarded_functions = self._unguarded_functions()
         self.collective_functions = self._collective_functions()
 
+    def _index(self, tree):
+        """One walk over the file: every node (self.nodes, self.by_type), its parent, the function it belongs to
+        (scope_of, absent at module level), the statements of each scope, and where each statement sits in its
+        block. The walk is depth first, with a stack; a scope's end is a (scope, statements) entry on the stack,
+        which gives back the scope around it."""
+        nodes, parent, scope_of, position, by_type = self.nodes, self.parent, self.scope_of, self.position, self.by_type
+        todo = [tree]
+        scope, statements = None, self._statements[tree]
+        while todo:
+            node = todo.pop()
+            kind = type(node)
+            if kind is tuple:
+                scope, statements = node
+                continue
+            nodes.append(node)
+            if kind in by_type:
+                by_type[kind].append(node)
+            else:
+                by_type[kind] = [node]
+            if kind in SCOPE_TYPES:
+                todo.append((scope, statements))  # popped after the nodes of this scope
+                scope, statements = node, []
+                self._statements[node] = statements
+            for field, _ in _LAYOUT[kind]:  # ast's order
+                value = getattr(node, field)
+                if type(value) is list:
+                    for index, child in enumerate(value):
+                        if child is not None:
+                            parent[child] = node
+                            if scope is not None:
+                                scope_of[child] = scope
+                            todo.append(child)
+                            if field in BLOCKS:  # a statement
+                                position[child] = (field, index)
+                                statements.append(child)
+                elif value is not None:
+                    parent[value] = node
+                    if scope is not None:
+                        scope_of[value] = scope
+                    todo.append(value)
+
     def _spawned_ranks(self):
         """The first parameter of a function that mp.spawn (or start_processes) starts is the process's index,
         a rank: `def main_worker(gpu, ...)` with `if gpu == 0:`; so is a name assigned from it in that function
@@ -296,16 +333,10 @@ class Module:
         """The nodes of these types: type by type, or (ordered) in the order of self.nodes."""
         if len(kinds) == 1:
             return self.by_type.get(kinds[0], [])
-        found = [n for kind in kinds for n in self.by_type.get(kind, [])]
         if ordered:
-            found.sort(key=self.order().__getitem__)
-        return found
-
-    def order(self):
-        """node -> its index in self.nodes (computed once, when a rule needs it)."""
-        if not hasattr(self, "_order"):
-            self._order = {node: i for i, node in enumerate(self.nodes)}
-        return self._order
+            wanted = set(kinds)
+            return [n for n in self.nodes if type(n) in wanted]
+        return [n for kind in kinds for n in self.by_type.get(kind, [])]
 
     def named_calls(self, *names):
         """The calls of functions with these last names (torch.save(...) is named 'save'), name by name."""
@@ -324,17 +355,22 @@ class Module:
         """is_any_rank_expr(node), answered from one pass over the file: the nodes that read a rank and
         everything above them, so that asking for every assigned value is linear."""
         if self._reading_rank is None:
-            self._reading_rank = set()
             sources = [c for name in self.call_names if re.search(r"get_(node_)?(local_)?rank", name)
                        for c in self.calls_named[name]]
             sources += [n for n in self.of_type(ast.Constant)
                         if n.value in ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID")]
-            for source in sources:
-                node_up = source
-                while node_up is not None and node_up not in self._reading_rank:
-                    self._reading_rank.add(node_up)
-                    node_up = self.parent.get(node_up)
+            self._reading_rank = self.holders(sources)
         return node in self._reading_rank
+
+    def holders(self, found):
+        """The nodes found and every node above them: `x in m.holders(found)` says whether x holds one of them
+        (as a walk over x would), and asking it for every node is linear."""
+        holding = set()
+        for node in found:
+            while node is not None and node not in holding:
+                holding.add(node)
+                node = self.parent.get(node)
+        return holding
 
     # where a node sits
     def ancestors(self, node):
@@ -350,15 +386,34 @@ class Module:
         return node if isinstance(node, ast.stmt) else next(a for a in self.ancestors(node) if isinstance(a, ast.stmt))
 
     def scope_nodes(self, scope):
-        """Nodes of one function (or of the module), not of the functions inside it."""
-        return self._scope_nodes[scope or self.tree]
+        """Nodes of one function (or of the module), not of the functions inside it (those functions themselves
+        are), in the order of self.nodes' parents: computed once per scope, when a rule asks."""
+        root = scope or self.tree
+        if root not in self._scope_nodes:
+            found, todo = [], [root]
+            while todo:
+                node = todo.pop()
+                for field, _ in _LAYOUT[type(node)]:
+                    value = getattr(node, field)
+                    for child in value if type(value) is list else [value]:
+                        if child is not None:
+                            found.append(child)
+                            if type(child) not in SCOPE_TYPES:
+                                todo.append(child)
+            self._scope_nodes[root] = found
+        return self._scope_nodes[root]
+
+    def statements(self, scope):
+        """The statements of one function (or of the module), not of the functions inside it: the statements
+        of scope_nodes(scope), in their order."""
+        return self._statements[scope or self.tree]
 
     def assignments(self, scope):
         """(target, value) of every assignment in one scope, tuples unpacked (computed once)."""
         root = scope or self.tree
         if root not in self._assignments:
             found = []
-            for node in self.scope_nodes(scope):
+            for node in self.statements(scope):
                 if isinstance(node, ast.Assign):
                     for target in node.targets:
                         found.extend(pairs(target, node.value))
@@ -436,14 +491,13 @@ class Module:
         not in the set (nothing to say about it)."""
         decorated = {name for name, defs in self.functions.items()  # @rank_zero_only and the like
                      if any(text_mentions(d, RANKISH) for f in defs for d in f.decorator_list)}
-        unguarded = {a.id for c in self.calls if last_name(c) in ("spawn", "start_processes", "Process")
+        unguarded = {a.id for c in self.named_calls("spawn", "start_processes", "Process")
                      for a in [*c.args, *(k.value for k in c.keywords)]  # mp.spawn(train, ...): every rank
                      if isinstance(a, ast.Name) and a.id in self.functions} - decorated
         calls_from = {}  # name of the calling scope (None: module level) -> calls of this file's functions
-        for call in self.calls:
-            if last_name(call) in self.functions:
-                scope = self.scope(call)
-                calls_from.setdefault(None if scope is None else getattr(scope, "name", ""), []).append(call)
+        for call in self.named_calls(*self.functions):
+            scope = self.scope(call)
+            calls_from.setdefault(None if scope is None else getattr(scope, "name", ""), []).append(call)
         todo = [None, *unguarded]  # a worklist: each caller's calls are read once
         while todo:
             for call in calls_from.get(todo.pop(), []):
@@ -476,13 +530,15 @@ class Module:
 
     def _collective_functions(self):
         """Functions of this file that call a collective, directly or through another such function."""
-        called = {name: [c for d in defs for c in self.scope_nodes(d) if isinstance(c, ast.Call)]
-                  for name, defs in self.functions.items()}
-        found = {name for name, calls in called.items() if any(self.is_collective(c) for c in calls)}
-        callers = {}  # callee name -> names of the functions that call it
-        for name, calls in called.items():
-            for c in calls:
-                callers.setdefault(last_name(c), set()).add(name)
+        functions = set(self.of_type(ast.FunctionDef, ast.AsyncFunctionDef))
+        found, callers = set(), {}  # callers: callee name -> names of the functions that call it
+        for callee, calls in self.calls_named.items():
+            for call in calls:
+                scope = self.scope(call)
+                if scope in functions:
+                    callers.setdefault(callee, set()).add(scope.name)
+                    if callee in COLLECTIVES and self.is_collective(call):
+                        found.add(scope.name)
         todo = list(found)  # a worklist over the callers: linear in the calls
         while todo:
             for name in callers.get(todo.pop(), ()):

@@ -102,7 +102,8 @@ def rule_non_atomic_checkpoint(m):
     """
     if not m.is_distributed:
         return
-    renames_in = {}  # scope -> whether it renames a file: read once per scope
+    renaming = {m.scope(n) for n in m.named_calls("replace", "rename")  # the scopes that rename a file
+                if dotted(n.func).startswith("os.") or len(n.args) == 1}
     for call in m.named_calls("save"):
         if dotted(call.func) != "torch.save" or len(call.args) < 1:
             continue
@@ -115,16 +116,11 @@ def rule_non_atomic_checkpoint(m):
         if target is not None and re.search(r"BytesIO|tmp|temp|partial", unparse(target), re.I):
             continue  # a buffer, or a temporary file that some other line renames
         scope = m.scope(call)
-        if scope not in renames_in:
-            renames_in[scope] = any(isinstance(n, ast.Call) and last_name(n) in ("replace", "rename")
-                                    and (dotted(n.func).startswith("os.") or len(n.args) == 1)
-                                    for n in m.scope_nodes(scope))
-        renames = renames_in[scope]
         if target is not None and isinstance(target, ast.Name):
             buffers = m.bound_to(scope, lambda v: "BytesIO" in unparse(v))
             if target.id in buffers:
                 continue
-        if not renames:
+        if scope not in renaming:
             yield call, "DDP007", ""
 
 
@@ -203,14 +199,13 @@ def saved_values(m):
     if hasattr(m, "_saved_values"):
         return m._saved_values
     found, passed = set(), {}  # passed: scope -> names given to a save call there
-    for call in m.calls:
-        if "save" in last_name(call).lower():
-            for arg in [*call.args, *(k.value for k in call.keywords)]:
-                if isinstance(arg, ast.Name):
-                    passed.setdefault(m.scope(call), set()).add(arg.id)
-                found.update(n for n in walk(arg) if isinstance(n, (ast.Dict, ast.Call)))
+    for call in m.named_calls(*[name for name in m.calls_named if "save" in name.lower()]):
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(arg, ast.Name):
+                passed.setdefault(m.scope(call), set()).add(arg.id)
+            found.update(n for n in walk(arg) if isinstance(n, (ast.Dict, ast.Call)))
     for scope, names in passed.items():
-        for node in m.scope_nodes(scope):
+        for node in m.statements(scope):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Name) and target.id in names:

@@ -58,18 +58,23 @@ def is_global_rank(node, global_ranks):
     return (isinstance(node, ast.Name) and node.id in global_ranks) or is_global_rank_expr(node)
 
 
+DEVICE_CALLS = {"set_device", "set_device_index", "device", "cuda", "to"}  # the last names device_indices reads
+
+
 def device_indices(call):
     """The arguments of a call that name a device index: set_device(i), set_device_index(i),
     torch.device("cuda", i), .cuda(i),
     .to(i), device_ids=[i]."""
-    name, found = dotted(call.func), []
-    if name.endswith(("cuda.set_device", "accelerator.set_device_index", "xpu.set_device")) and call.args:
-        found = [call.args[0]]
-    elif name in ("torch.device", "device") and len(call.args) == 2 and is_const(call.args[0], "cuda"):
-        found = [call.args[1]]
-    elif last_name(call) in ("cuda", "to") and isinstance(call.func, ast.Attribute) and len(call.args) == 1 \
-            and not name.startswith("torch."):
-        found = [call.args[0]]
+    found = []
+    if last_name(call) in DEVICE_CALLS:  # (the dotted name is read only for these)
+        name = dotted(call.func)
+        if name.endswith(("cuda.set_device", "accelerator.set_device_index", "xpu.set_device")) and call.args:
+            found = [call.args[0]]
+        elif name in ("torch.device", "device") and len(call.args) == 2 and is_const(call.args[0], "cuda"):
+            found = [call.args[1]]
+        elif last_name(call) in ("cuda", "to") and isinstance(call.func, ast.Attribute) and len(call.args) == 1 \
+                and not name.startswith("torch."):
+            found = [call.args[0]]
     ids = keyword(call, "device_ids")
     if isinstance(ids, (ast.List, ast.Tuple)):
         found += ids.elts
@@ -139,7 +144,7 @@ def rule_cuda_visible_devices(m):
                 if isinstance(target, ast.Subscript) and dotted(target.value).endswith("environ") and \
                         is_const(target.slice, "CUDA_VISIBLE_DEVICES") and hard_coded_gpus(m, node.value):
                     yield target, "DDP013", ""
-        elif isinstance(node, ast.Call):
+        elif isinstance(node, ast.Call) and last_name(node).endswith(("setdefault", "putenv", "update")):
             name = dotted(node.func)
             if name.endswith(("environ.setdefault", "putenv")) and node.args and \
                     is_const(node.args[0], "CUDA_VISIBLE_DEVICES") and len(node.args) > 1 and \

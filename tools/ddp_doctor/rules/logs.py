@@ -14,7 +14,6 @@ from ..program import (
     names_in,
     text_mentions,
     unparse,
-    walk,
 )
 
 RULES = {
@@ -104,16 +103,27 @@ def losses_of_scope(m, scope):
     losses = loss_names(m, scope)  # computed here: a parameter may hold a loss reduced by the caller
     if not losses:
         return losses, set(), set()
-    nodes = m.scope_nodes(scope)
+    reducers_in, holds_reducer = reducers(m)
     reduced = set()
-    for c in nodes:
-        if isinstance(c, ast.Call) and REDUCERS.search(last_name(c)):
-            reduced |= names_in(c)
-    for n in nodes:  # x = ... reduced ...: x is reduced too
-        if isinstance(n, ast.Assign) and any(isinstance(c, ast.Call) and REDUCERS.search(last_name(c))
-                                             for c in walk(n.value)):
+    for c in reducers_in.get(scope, []):
+        reduced |= names_in(c)
+    statements = m.statements(scope)
+    for n in statements:  # x = ... reduced ...: x is reduced too
+        if isinstance(n, ast.Assign) and n.value in holds_reducer:
             for t in n.targets:
                 reduced |= names_in(t)
-    accumulators = {n.target.id for n in nodes if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+    accumulators = {n.target.id for n in statements if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
                     and any(last_name(c) == "item" and names_in(c) & losses for c in calls_in(n.value))}
     return losses, reduced, accumulators
+
+
+def reducers(m):
+    """The calls of the file that reduce, gather or average (by their last name), by scope, and the nodes that
+    hold one (m.holders): found once per file, for every scope that logs a loss."""
+    if not hasattr(m, "_reducers"):
+        calls = [c for name, found in m.calls_named.items() if REDUCERS.search(name) for c in found]
+        by_scope = {}
+        for c in calls:
+            by_scope.setdefault(m.scope(c), []).append(c)
+        m._reducers = by_scope, m.holders(calls)
+    return m._reducers

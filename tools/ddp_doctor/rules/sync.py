@@ -95,7 +95,7 @@ def complement_syncs(m, branch, name):
     `if local_rank not in [-1, 0]: barrier()` ... `if local_rank == 0: barrier()`. The doctor cannot count
     which ranks take which (that takes values), so a pair of complementary-looking tests is taken as one."""
     tested = rank_names(branch.test)
-    for other in m.scope_nodes(m.scope(branch)):
+    for other in m.statements(m.scope(branch)):
         if isinstance(other, ast.If) and other is not branch and any(
                 last_name(c) == name for s in other.body for c in calls_in(s)) and (
                 complementary(branch.test, other.test) or (
