@@ -11,6 +11,7 @@ COLLECTIVES = {"all_reduce", "barrier", "broadcast", "all_gather", "all_gather_i
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 SCOPE_TYPES = frozenset(SCOPES)
 BLOCKS = frozenset({"body", "orelse", "finalbody"})  # the fields that hold lists of statements
+BRANCHES = frozenset({ast.If, ast.IfExp, ast.While})  # the nodes with a test, a body and an orelse
 LOG_NAMES = ("print", "info", "warning", "debug", "error", "log")  # the last names is_log_call accepts
 _CHILD_FIELDS = {}
 
@@ -426,10 +427,11 @@ class Module:
         """(if statement, True if node is in its body / False in its orelse) up to the function."""
         child = node
         for a in self.ancestors(node):
-            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            kind = type(a)
+            if kind in SCOPE_TYPES:
                 return
-            if isinstance(a, (ast.If, ast.IfExp, ast.While)) and child is not a.test:
-                yield a, child in (a.body if isinstance(a.body, list) else [a.body])
+            if kind in BRANCHES and child is not a.test:  # (a statement's place says which block holds it)
+                yield a, child is a.body if kind is ast.IfExp else self.position[child][0] == "body"
             child = a
 
     def locally_guarded(self, node):
@@ -441,14 +443,13 @@ class Module:
     def _locally_guarded(self, node):
         if any(self.mentions_rank(a.test) for a, _ in self.enclosing_ifs(node)):
             return True
-        stmt = self.statement(node)
-        for a in [stmt, *self.ancestors(stmt)]:
-            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
-                break
+        a = self.statement(node)
+        while a is not None and type(a) not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module):
             if a in self.position:
                 field, index = self.position[a]
                 if self.first_rank_exit(self.parent[a], field) < index:
                     return True
+            a = self.parent.get(a)
         return False
 
     def first_rank_exit(self, block, field):

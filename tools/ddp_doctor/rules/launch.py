@@ -86,7 +86,10 @@ def rule_global_rank_as_device(m):
 
     Error: a crash ('invalid device ordinal') or two processes on one GPU, on any machine after the first.
     """
+    named = set(m.named_calls(*DEVICE_CALLS))
     for call in m.calls:
+        if call not in named and not call.keywords:
+            continue  # (no device index: asked without a function call, since most calls are of other names)
         for index in device_indices(call):
             if is_global_rank(index, m.bound_to(m.scope(call), is_global_rank_expr)):
                 yield index, "DDP001", unparse(index)
@@ -138,13 +141,14 @@ def rule_cuda_visible_devices(m):
 
     Warning: likely wrong: it works only before CUDA starts, and renumbers the GPUs under LOCAL_RANK.
     """
+    setters = set(m.named_calls(*[name for name in m.calls_named if name.endswith(("setdefault", "putenv", "update"))]))
     for node in m.of_type(ast.Assign, ast.AugAssign, ast.Call):
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Subscript) and dotted(target.value).endswith("environ") and \
                         is_const(target.slice, "CUDA_VISIBLE_DEVICES") and hard_coded_gpus(m, node.value):
                     yield target, "DDP013", ""
-        elif isinstance(node, ast.Call) and last_name(node).endswith(("setdefault", "putenv", "update")):
+        elif node in setters:
             name = dotted(node.func)
             if name.endswith(("environ.setdefault", "putenv")) and node.args and \
                     is_const(node.args[0], "CUDA_VISIBLE_DEVICES") and len(node.args) > 1 and \

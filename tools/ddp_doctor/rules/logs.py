@@ -14,6 +14,7 @@ from ..program import (
     names_in,
     text_mentions,
     unparse,
+    walk,
 )
 
 RULES = {
@@ -90,11 +91,12 @@ def rule_unreduced_logged_loss(m):
         if not losses:
             continue
         for arg in [*call.args, *(k.value for k in call.keywords)]:
-            for c in calls_in(arg):
-                if last_name(c) == "item" and isinstance(c.func, ast.Attribute) and \
+            inside = list(walk(arg))  # one walk for the calls and the names
+            for c in inside:
+                if type(c) is ast.Call and last_name(c) == "item" and isinstance(c.func, ast.Attribute) and \
                         isinstance(c.func.value, ast.Name) and c.func.value.id in losses - reduced:
                     yield c, "DDP017", unparse(c)
-            for name in names_in(arg) & accumulators - reduced:
+            for name in {n.id for n in inside if type(n) is ast.Name} & accumulators - reduced:
                 yield arg, "DDP017", name
 
 
