@@ -3,6 +3,7 @@
 
 import ast
 import re
+from collections import defaultdict
 
 COLLECTIVES = {"all_reduce", "barrier", "broadcast", "all_gather", "all_gather_into_tensor", "all_gather_object",
                "reduce", "gather", "gather_object", "scatter", "scatter_object_list", "reduce_scatter",
@@ -107,21 +108,22 @@ def names_in(node):
 
 def text_mentions(node, pattern):
     """Whether a name, attribute or string constant inside node matches pattern."""
-    return any(word is not None and pattern.search(word) for word in map(word_of, walk(node)))
+    for n in walk(node):
+        kind = type(n)
+        if kind is ast.Name:
+            word = n.id
+        elif kind is ast.Attribute:
+            word = n.attr
+        elif kind is ast.Constant and type(n.value) is str:
+            word = n.value
+        else:
+            continue
+        if pattern.search(word):
+            return True
+    return False
 
 
-def word_of(node):
-    """The text of a name, an attribute or a string constant; None for any other node."""
-    kind = type(node)
-    if kind is ast.Name:
-        return node.id
-    if kind is ast.Attribute:
-        return node.attr
-    if kind is ast.Constant and type(node.value) is str:
-        return node.value
-    return None
-
-
+RANK_VARIABLES = frozenset({"RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID"})  # environment variables
 RANKISH = re.compile(r"rank|is_main|main_process|is_master|master_process", re.I)
 
 
@@ -210,9 +212,21 @@ def mentions_rank(node, aliases=frozenset()):
     rank-like name or by a name the file assigned from a rank (aliases: self.gpu_id = LOCAL_RANK ...)."""
     if asks_how_launched(node):
         return False
-    for n in walk(node):  # one walk for both questions
-        word = word_of(n)
-        if word is not None and (RANKISH.search(word) or (type(n) is not ast.Constant and dotted(n) in aliases)):
+    for n in walk(node):  # one walk for both questions, as text_mentions reads words
+        kind = type(n)
+        if kind is ast.Name:
+            word = n.id
+            if word in aliases:
+                return True
+        elif kind is ast.Attribute:
+            word = n.attr
+            if aliases and dotted(n) in aliases:
+                return True
+        elif kind is ast.Constant and type(n.value) is str:
+            word = n.value
+        else:
+            continue
+        if RANKISH.search(word):
             return True
     return False
 
@@ -232,7 +246,7 @@ def unparse(node):
 def is_any_rank_expr(node):
     """An expression that reads a rank: get_rank(), get_node_local_rank(), RANK / LOCAL_RANK from the environment."""
     return any((isinstance(n, ast.Call) and re.search(r"get_(node_)?(local_)?rank", last_name(n))) or
-               (isinstance(n, ast.Constant) and n.value in ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID"))
+               (isinstance(n, ast.Constant) and n.value in RANK_VARIABLES)
                for n in walk(node))
 
 
@@ -277,42 +291,48 @@ class Module:
         """One walk over the file: every node (self.nodes, self.by_type), its parent, the function it belongs to
         (scope_of, absent at module level), the statements of each scope, and where each statement sits in its
         block. The walk is depth first, with a stack; a scope's end is a (scope, statements) entry on the stack,
-        which gives back the scope around it."""
-        nodes, parent, scope_of, position, by_type = self.nodes, self.parent, self.scope_of, self.position, self.by_type
-        todo = [tree]
+        which gives back the scope around it. (The one loop over every node: written for speed.)"""
+        parent, scope_of, position = self.parent, self.scope_of, self.position
+        by_type = defaultdict(list)
+        add, todo = self.nodes.append, [tree]
+        push, pop = todo.append, todo.pop
         scope, statements = None, self._statements[tree]
         while todo:
-            node = todo.pop()
+            node = pop()
             kind = type(node)
             if kind is tuple:
                 scope, statements = node
                 continue
-            nodes.append(node)
-            if kind in by_type:
-                by_type[kind].append(node)
-            else:
-                by_type[kind] = [node]
+            add(node)
+            by_type[kind].append(node)
             if kind in SCOPE_TYPES:
-                todo.append((scope, statements))  # popped after the nodes of this scope
+                push((scope, statements))  # popped after the nodes of this scope
                 scope, statements = node, []
                 self._statements[node] = statements
-            for field, _ in _LAYOUT[kind]:  # ast's order
+            for field, may_hold_none in _LAYOUT[kind]:  # ast's order
                 value = getattr(node, field)
-                if type(value) is list:
+                if type(value) is not list:
+                    if value is not None:
+                        parent[value] = node
+                        if scope is not None:
+                            scope_of[value] = scope
+                        push(value)
+                elif field in BLOCKS:  # statements
                     for index, child in enumerate(value):
-                        if child is not None:
+                        parent[child] = node
+                        if scope is not None:
+                            scope_of[child] = scope
+                        push(child)
+                        position[child] = (field, index)
+                    statements += value
+                else:
+                    for child in value:
+                        if child is not None or not may_hold_none:
                             parent[child] = node
                             if scope is not None:
                                 scope_of[child] = scope
-                            todo.append(child)
-                            if field in BLOCKS:  # a statement
-                                position[child] = (field, index)
-                                statements.append(child)
-                elif value is not None:
-                    parent[value] = node
-                    if scope is not None:
-                        scope_of[value] = scope
-                    todo.append(value)
+                            push(child)
+        self.by_type.update(by_type)
 
     def _spawned_ranks(self):
         """The first parameter of a function that mp.spawn (or start_processes) starts is the process's index,
@@ -358,8 +378,7 @@ class Module:
         if self._reading_rank is None:
             sources = [c for name in self.call_names if re.search(r"get_(node_)?(local_)?rank", name)
                        for c in self.calls_named[name]]
-            sources += [n for n in self.of_type(ast.Constant)
-                        if n.value in ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID")]
+            sources += [n for n in self.of_type(ast.Constant) if n.value in RANK_VARIABLES]
             self._reading_rank = self.holders(sources)
         return node in self._reading_rank
 
