@@ -608,10 +608,13 @@ def pairs(target, value):
         yield target, value
 
 
+EPOCHISH = re.compile("epoch", re.I)
+
+
 def is_epoch_loop(loop):
-    return text_mentions(loop.target, re.compile("epoch", re.I)) or (
+    return text_mentions(loop.target, EPOCHISH) or (
         isinstance(loop.iter, ast.Call) and last_name(loop.iter) == "range" and
-        text_mentions(loop.iter, re.compile("epoch", re.I)))
+        text_mentions(loop.iter, EPOCHISH))
 
 
 def is_batch_loop(loop, loaders):

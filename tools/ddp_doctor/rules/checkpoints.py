@@ -171,8 +171,8 @@ def rule_saved_module_prefix(m):
     """
     restored = any(isinstance(c.func, ast.Attribute) and dotted(c.func.value) in m.ddp_names(m.scope(c))
                    for c in m.named_calls("load_state_dict"))
-    exported = any("save" in last_name(c).lower() and any(
-        last_name(s) == "state_dict" and ".module" in "." + dotted(s.func) for s in calls_in(c)) for c in m.calls)
+    exported = any(any(last_name(s) == "state_dict" and ".module" in "." + dotted(s.func) for s in calls_in(c))
+                   for c in m.named_calls(*[name for name in m.calls_named if "save" in name.lower()]))
     if restored and exported:
         return  # resume checkpoints go back into the DDP model, and the weights for use without DDP are saved
         # unwrapped (model.module....state_dict()): the 'module.' keys never leave the script

@@ -5,6 +5,7 @@ code -> (name, message, why, fix, lesson)."""
 
 import ast
 import re
+from operator import attrgetter
 
 from ..program import (
     dotted,
@@ -93,7 +94,11 @@ def rule_global_rank_as_device(m):
         for index in device_indices(call):
             if is_global_rank(index, m.bound_to(m.scope(call), is_global_rank_expr)):
                 yield index, "DDP001", unparse(index)
+    cuda_prefixes = {m.parent.get(n) for n in m.of_type(ast.Constant)  # the f-strings with a "cuda:" part
+                     if type(n.value) is str and n.value.endswith("cuda:")}
     for node in m.of_type(ast.JoinedStr):  # f"cuda:{rank}"
+        if node not in cuda_prefixes:
+            continue
         for before, value in zip(node.values, node.values[1:]):
             if isinstance(before, ast.Constant) and str(before.value).endswith("cuda:") and \
                     isinstance(value, ast.FormattedValue) and \
@@ -106,7 +111,7 @@ def rule_nccl_hard_coded(m):
 
     Advice: portability: a GPU-only script is right to name NCCL; only a CPU run needs another backend.
     """
-    if any(n.value == "gloo" for n in m.of_type(ast.Constant)):
+    if "gloo" in map(attrgetter("value"), m.of_type(ast.Constant)):
         return  # the file has a CPU path somewhere
     for call in m.named_calls("init_process_group"):
         backend = call.args[0] if call.args else keyword(call, "backend")

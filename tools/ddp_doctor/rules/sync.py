@@ -54,7 +54,6 @@ def rule_collective_in_rank_branch(m):
             what = f"a forward pass through the DDP model {dotted(call.func)}"
         else:
             continue
-        loop_vars = {dotted(a.target) for a in m.ancestors(call) if isinstance(a, (ast.For, ast.AsyncFor))} - {""}
         exit_before = m.after_rank_exit(call)
         if exit_before is not None and not any(
                 isinstance(b, ast.If) and is_rank_test(b.test, m.rank_aliases) for b, _ in m.enclosing_ifs(call)):
@@ -62,7 +61,8 @@ def rule_collective_in_rank_branch(m):
             continue
         for branch, in_body in m.enclosing_ifs(call):
             if isinstance(branch, ast.If) and is_rank_test(branch.test, m.rank_aliases):
-                if any(names_in(c) & loop_vars for c in walk(branch.test)
+                loop_vars = {dotted(a.target) for a in m.ancestors(call) if isinstance(a, (ast.For, ast.AsyncFor))}
+                if any(names_in(c) & (loop_vars - {""}) for c in walk(branch.test)
                        if isinstance(c, ast.Compare) and is_rank_test(c, m.rank_aliases)):
                     break  # `for rank in range(world_size): if rank == me:` every rank takes it in turn
                 key = (branch, in_body)
@@ -140,7 +140,8 @@ def rule_accumulation_without_no_sync(m):
     if not m.uses_ddp or "no_sync" in m.call_names or any(
             n.attr == "require_backward_grad_sync" for n in m.of_type(ast.Attribute)):
         return  # no_sync() somewhere, or the switch it sets, set by hand (nanoGPT's way)
-    steps = {id(n) for n in m.of_type(ast.If) if is_accumulation_step(n)}
+    holds_mod = m.holders(n for n in m.of_type(ast.BinOp) if isinstance(n.op, ast.Mod))  # `... % k ...`
+    steps = {id(n) for n in m.of_type(ast.If) if n.test in holds_mod and is_accumulation_step(n)}
     if not steps:
         return  # read each loop below only where some `if` could be the finding
     for loop in m.of_type(ast.For, ast.AsyncFor, ast.While, ordered=True):  # the first such loop: one finding
