@@ -12,6 +12,7 @@ COLLECTIVES = {"all_reduce", "barrier", "broadcast", "all_gather", "all_gather_i
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 SCOPE_TYPES = frozenset(SCOPES)
 BLOCKS = frozenset({"body", "orelse", "finalbody"})  # the fields that hold lists of statements
+LOOPS = frozenset({ast.For, ast.AsyncFor, ast.While})
 BRANCHES = frozenset({ast.If, ast.IfExp, ast.While})  # the nodes with a test, a body and an orelse
 LOG_NAMES = ("print", "info", "warning", "debug", "error", "log")  # the last names is_log_call accepts
 _CHILD_FIELDS = {}
@@ -356,8 +357,14 @@ class Module:
             return self.by_type.get(kinds[0], [])
         if ordered:
             wanted = set(kinds)
-            return [n for n in self.nodes if type(n) in wanted]
+            return [n for n in (self.loops() if wanted <= LOOPS else self.nodes) if type(n) in wanted]
         return [n for kind in kinds for n in self.by_type.get(kind, [])]
+
+    def loops(self):
+        """The loops of the file (for, async for, while), in the order of self.nodes: found once."""
+        if not hasattr(self, "_loops"):
+            self._loops = [n for n in self.nodes if type(n) in LOOPS]
+        return self._loops
 
     def named_calls(self, *names):
         """The calls of functions with these last names (torch.save(...) is named 'save'), name by name."""
