@@ -360,6 +360,15 @@ class Module:
             return [n for n in (self.loops() if wanted <= LOOPS else self.nodes) if type(n) in wanted]
         return [n for kind in kinds for n in self.by_type.get(kind, [])]
 
+    def strings(self):
+        """text -> the string constants with that text, found once: what the rules ask of string constants."""
+        if not hasattr(self, "_strings"):
+            self._strings = {}
+            for n in self.of_type(ast.Constant):
+                if type(n.value) is str:
+                    self._strings.setdefault(n.value, []).append(n)
+        return self._strings
+
     def loops(self):
         """The loops of the file (for, async for, while), in the order of self.nodes: found once."""
         if not hasattr(self, "_loops"):
@@ -385,7 +394,7 @@ class Module:
         if self._reading_rank is None:
             sources = [c for name in self.call_names if re.search(r"get_(node_)?(local_)?rank", name)
                        for c in self.calls_named[name]]
-            sources += [n for n in self.of_type(ast.Constant) if n.value in RANK_VARIABLES]
+            sources += [n for name in RANK_VARIABLES for n in self.strings().get(name, [])]
             self._reading_rank = self.holders(sources)
         return node in self._reading_rank
 

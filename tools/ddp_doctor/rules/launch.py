@@ -5,7 +5,6 @@ code -> (name, message, why, fix, lesson)."""
 
 import ast
 import re
-from operator import attrgetter
 
 from ..program import (
     dotted,
@@ -94,8 +93,8 @@ def rule_global_rank_as_device(m):
         for index in device_indices(call):
             if is_global_rank(index, m.bound_to(m.scope(call), is_global_rank_expr)):
                 yield index, "DDP001", unparse(index)
-    cuda_prefixes = {m.parent.get(n) for n in m.of_type(ast.Constant)  # the f-strings with a "cuda:" part
-                     if type(n.value) is str and n.value.endswith("cuda:")}
+    cuda_prefixes = {m.parent.get(n) for text, found in m.strings().items() if text.endswith("cuda:")
+                     for n in found}  # the f-strings with a "cuda:" part
     for node in m.of_type(ast.JoinedStr):  # f"cuda:{rank}"
         if node not in cuda_prefixes:
             continue
@@ -111,7 +110,7 @@ def rule_nccl_hard_coded(m):
 
     Advice: portability: a GPU-only script is right to name NCCL; only a CPU run needs another backend.
     """
-    if "gloo" in map(attrgetter("value"), m.of_type(ast.Constant)):
+    if "gloo" in m.strings():
         return  # the file has a CPU path somewhere
     for call in m.named_calls("init_process_group"):
         backend = call.args[0] if call.args else keyword(call, "backend")
