@@ -82,7 +82,7 @@ RULES = {
                "os.path.exists(path)` (or isfile, Path.exists) that no rank test guards, of a path that does "
                "not name the rank, in a script that tells the local rank from the global one and saves only on "
                "a global rank test (or save_on_master).",
-               "05 · Rank-aware training; 08 · Fault tolerance; 10 · Several machines"),
+               "08 · Fault tolerance; 10 · Multi-node, SLURM, and the security of the rendezvous"),
     "DDP025": ("resume-from-node-local-path", "every rank resumes only if {detail} exists where it runs, a path "
                "local to each node, and only global rank 0 writes it: the other nodes never find it",
                "The snapshot goes to a node's own storage (/tmp, /dev/shm, $TMPDIR, $SLURM_TMPDIR, "
@@ -95,7 +95,7 @@ RULES = {
                "Save the snapshot to a filesystem every node shares, and decide on rank 0, then broadcast "
                "the answer (dist.broadcast_object_list). Same conservative shape as DDP024, with a path under "
                "a node's temporary storage.",
-               "05 · Rank-aware training; 08 · Fault tolerance; 10 · Several machines"),
+               "08 · Fault tolerance; 10 · Multi-node, SLURM, and the security of the rendezvous"),
 }
 
 
