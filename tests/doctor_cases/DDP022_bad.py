@@ -20,7 +20,7 @@ augment = transforms.Compose([transforms.RandomResizedCrop(224), transforms.Rand
 train_set = datasets.ImageFolder("data/train", transform=augment)
 sampler = DistributedSampler(train_set)
 train_loader = DataLoader(train_set, batch_size=64, sampler=sampler, num_workers=8,  # expect: DDP022
-                          pin_memory=True)
+                          pin_memory=True, worker_init_fn=None)
 val_loader = DataLoader(datasets.ImageFolder("data/val", transform=transforms.ToTensor()), batch_size=64,
                         num_workers=8)
 model = DDP(torch.nn.Linear(10, 10))

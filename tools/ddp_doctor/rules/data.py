@@ -58,7 +58,8 @@ RULES = {
                "Conservative: only a training loader with num_workers other than 0, beside torch.manual_seed of a "
                "value that is visibly the same on every rank (a number, args.seed), in a DDP file with random "
                "augmentation in sight (a torchvision Random* transform here or in the folder, or a random draw in "
-               "a __getitem__ of the file); silent where any seed in the file mixes in the rank, where the seed is "
+               "a __getitem__ of the file); silent where any seed in the file mixes in the rank or goes through a "
+               "seeding helper the doctor cannot read (which may add the rank), where the seed is "
                "set in the function that spawns the ranks (a spawned rank starts from torch's own random seed), "
                "or where the loader gets generator=, worker_init_fn or **kwargs.",
                "12 · Real data under DDP"),
@@ -283,14 +284,18 @@ def rule_workers_seeded_alike(m):
     seeds = [c for name in m.call_names if "seed" in name.lower() for c in m.calls_named[name]]
     if any(text_mentions(a, PER_RANK) or m.mentions_rank(a) for c in seeds for a in [*c.args, *c.keywords]):
         return  # some seed in the file mixes in the rank: the ranks' streams may well differ by the time it iterates
+    if any(last_name(c) not in ("manual_seed", "manual_seed_all", "seed") and last_name(c) not in m.functions
+           for c in seeds):
+        return  # a seeding helper from elsewhere (misc.fix_random_seeds(args.seed)): it may mix in the rank itself
     alike = [c for c in m.named_calls("manual_seed") if dotted(c.func) in TORCH_SEEDS and len(c.args) == 1 and
              not m.locally_guarded(c) and not spawns(m, m.scope(c)) and same_on_every_rank(m, c.args[0], m.scope(c))]
     if not alike or not random_augmentation(m):
         return
     evalish = re.compile(r"val|test|eval", re.I)
     for call in m.named_calls("DataLoader"):
-        if any(k.arg is None or k.arg in ("generator", "worker_init_fn") for k in call.keywords):
-            continue
+        if any(k.arg is None or (k.arg in ("generator", "worker_init_fn") and not is_const(k.value, None))
+               for k in call.keywords):
+            continue  # (generator=None, worker_init_fn=None: the defaults, spelt out)
         workers = keyword(call, "num_workers")
         if workers is None or is_const(workers, 0) or (isinstance(workers, ast.Constant) and not workers.value):
             continue  # no workers: the main process draws (the same on every rank, but another fix: reseed per rank)
