@@ -355,9 +355,18 @@ def per_rank_path(m, path):
     """Whether a path names the rank, as it is or through what the file assigns to it (any function)."""
     if m.mentions_rank(path):
         return True
-    name = unparse(path)
-    return any(unparse(t) == name and m.mentions_rank(v) for n in m.of_type(ast.Assign)
-               for t, v in ((t, n.value) for t in n.targets))
+    return any(m.mentions_rank(v) for v in values_assigned(m).get(dotted(path), ()))
+
+
+def values_assigned(m):
+    """name or attribute chain (dotted) -> the values the file assigns to it, in any function (read once)."""
+    if not hasattr(m, "_values_assigned"):
+        m._values_assigned = {}
+        for n in m.of_type(ast.Assign):
+            for t in n.targets:
+                if dotted(t):
+                    m._values_assigned.setdefault(dotted(t), []).append(n.value)
+    return m._values_assigned
 
 
 def global_writer(m):
@@ -415,9 +424,8 @@ def node_local(m, path, depth=0):
     if text_mentions(path, NODE_LOCAL):
         return True
     if depth < 3 and isinstance(path, (ast.Name, ast.Attribute)):
-        name = unparse(path)
-        if any(unparse(t) == name and node_local(m, n.value, depth + 1) for n in m.of_type(ast.Assign)
-               for t in n.targets):
+        name = dotted(path)
+        if any(node_local(m, value, depth + 1) for value in values_assigned(m).get(name, ())):
             return True
         option = "--" + name.rpartition(".")[2]  # args.snapshot: parser.add_argument("--snapshot", default=...)
         return any(c.args and isinstance(c.args[0], ast.Constant) and str(c.args[0].value).replace("-", "_") ==

@@ -55,7 +55,10 @@ RULES = {
                "drawing N. Nothing fails and nothing warns.",
                "DataLoader(..., generator=torch.Generator().manual_seed(seed + 1000 * rank)): base_seed then "
                "differs per rank and still per epoch, and the initial weights keep torch.manual_seed(seed). "
-               "Conservative: only a training loader with num_workers other than 0, beside torch.manual_seed of a "
+               "(With num_workers=0 the main process draws, alike on every rank too, but generator= does not "
+               "reach it: reseed per rank once the model is built; the rule stays silent there.) "
+               "Conservative: only a training loader with num_workers other than 0 (a number or a setting), "
+               "beside torch.manual_seed of a "
                "value that is visibly the same on every rank (a number, args.seed), in a DDP file with random "
                "augmentation in sight (a torchvision Random* transform here or in the folder, or a random draw in "
                "a __getitem__ of the file); silent where any seed in the file mixes in the rank or goes through a "
@@ -229,8 +232,7 @@ def same_on_every_rank(m, expr, scope, depth=0):
         return last_name(expr) in ("int", "get", "getenv") and all(
             same_on_every_rank(m, a, scope, depth + 1) or isinstance(a, ast.Constant) for a in expr.args)
     if isinstance(expr, (ast.Attribute, ast.Subscript)):  # a setting, unless the file makes it per-rank
-        name = unparse(expr)
-        return not any(unparse(t) == name and text_mentions(v, PER_RANK) for t, v in settings_assigned(m))
+        return not any(text_mentions(v, PER_RANK) for v in settings_assigned(m).get(unparse(expr), ()))
     if isinstance(expr, ast.Name):
         for where in (scope, None):
             values = [v for name, v in m.assignments(where) if name == expr.id]
@@ -257,10 +259,15 @@ def passed_as(call, params, name):
 
 
 def settings_assigned(m):
-    """(target, value) of every assignment and augmented assignment in the file, any scope (read once)."""
+    """What each attribute or subscript target (args.seed, cfg["seed"]) is given anywhere in the file, by an
+    assignment or an augmented one (the whole `args.seed += rank`): text of the target -> values (read once)."""
     if not hasattr(m, "_settings_assigned"):
-        m._settings_assigned = [(t, n.value) for n in m.of_type(ast.Assign) for t in n.targets] + [
+        m._settings_assigned = {}
+        pairs = [(t, n.value) for n in m.of_type(ast.Assign) for t in n.targets] + [
             (n.target, n) for n in m.of_type(ast.AugAssign)]
+        for target, value in pairs:
+            if isinstance(target, (ast.Attribute, ast.Subscript)):
+                m._settings_assigned.setdefault(unparse(target), []).append(value)
     return m._settings_assigned
 
 

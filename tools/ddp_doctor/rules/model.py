@@ -25,8 +25,10 @@ RULES = {
                "the models sharding is for.",
                "Build on the meta device, shard, then materialise and initialise the shards: "
                "`with torch.device('meta'): model = Net()`, fully_shard each block and the root, "
-               "model.to_empty(device=device), then initialise (model.init_weights() / reset_parameters()) or "
-               "load a checkpoint (set_model_state_dict with broadcast_from_rank0, or DCP). Silent when the "
+               "model.to_empty(device=device), then fill the shards: load a checkpoint (set_model_state_dict "
+               "with broadcast_from_rank0, or DCP), or initialise them (init_weights() / reset_parameters() draw "
+               "each shard from its own offset of one stream on GPUs; on a CPU mesh they repeat rows across the "
+               "ranks, so there initialise one full tensor at a time and keep your rows). Silent when the "
                "file or its folder uses the meta device, to_empty, param_init_fn or init_empty_weights, and "
                "for a model that comes from elsewhere (a parameter).",
                "13 · When the model does not fit: ZeRO, FSDP2 and sharded checkpoints"),
