@@ -1,5 +1,6 @@
 # ruff: noqa
-# The snapshot goes to /tmp, written by global rank 0 alone: after a restart on several nodes only node 0 finds it.
+# A job for several nodes keeps its snapshot in /tmp, written by global rank 0 alone: after a restart only node 0
+# finds it.
 import argparse
 import os
 from pathlib import Path
@@ -9,6 +10,7 @@ import torch.distributed as dist
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--snapshot", default="/tmp/run/snapshot.pt")
+parser.add_argument("--nnodes", type=int, default=2)
 args = parser.parse_args()
 
 dist.init_process_group("gloo")

@@ -8,6 +8,7 @@ import torch.distributed as dist
 
 dist.init_process_group("gloo")
 local_rank = int(os.environ["LOCAL_RANK"])
+node_rank = int(os.environ["GROUP_RANK"])
 model = torch.nn.Linear(4, 4)
 path = os.path.join(tempfile.gettempdir(), "snapshot.pt")
 if os.path.exists(path):

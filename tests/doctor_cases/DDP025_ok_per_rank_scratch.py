@@ -8,6 +8,7 @@ import torch.distributed as dist
 
 dist.init_process_group("gloo")
 local_rank = int(os.environ["LOCAL_RANK"])
+node_rank = int(os.environ["SLURM_NODEID"])
 rank = dist.get_rank()
 model = torch.nn.Linear(4, 4)
 scratch = f"/tmp/queue_{rank}.pt"

@@ -86,15 +86,16 @@ RULES = {
     "DDP025": ("resume-from-node-local-path", "every rank resumes only if {detail} exists where it runs, a path "
                "local to each node, and only global rank 0 writes it: the other nodes never find it",
                "The snapshot goes to a node's own storage (/tmp, /dev/shm, $TMPDIR, $SLURM_TMPDIR, "
-               "tempfile.gettempdir()), written by global rank 0 alone, and every rank resumes only if its own "
-               "node has the file. In a run on more than one node, which this script is written for (it tells "
-               "the local rank from the global one), the other nodes never have it: after a restart node 0's "
-               "ranks resume at epoch E and the rest start at epoch 0, so they run different numbers of epochs "
-               "and the first to finish leave the others waiting in a collective; a snapshot loaded after the "
-               "DDP wrap also leaves the replicas with different weights.",
-               "Save the snapshot to a filesystem every node shares, and decide on rank 0, then broadcast "
-               "the answer (dist.broadcast_object_list). Same conservative shape as DDP024, with a path under "
-               "a node's temporary storage.",
+               "tempfile.gettempdir()), written by global rank 0 alone, and every rank resumes only if its own node "
+               "has the file. In a run on more than one node, which this script is written for (it handles nodes by "
+               "name: nnodes, node_rank, NODE_RANK, SLURM_NODEID), the other nodes never have it: after a restart "
+               "node 0's ranks resume at epoch E and the rest start at epoch 0, so they run different numbers of "
+               "epochs and the first to finish leave the others waiting in a collective; a snapshot loaded after the"
+               " DDP wrap also leaves the replicas with different weights.",
+               "Save the snapshot to a filesystem every node shares, and decide on rank 0, then broadcast the answer"
+               " (dist.broadcast_object_list). Same conservative shape as DDP024, with a path under a node's "
+               "temporary storage, in a script that names nodes (without that, the same shape is DDP024's advice: on"
+               " one machine every rank sees the same /tmp).",
                "08 · Fault tolerance; 10 · Multi-node, SLURM, and the security of the rendezvous"),
 }
 
@@ -328,8 +329,16 @@ def tells_nodes(m):
             LOCAL_RANK.search(w) for w in used)
         global_ = words & {"RANK", "SLURM_PROCID"} or "get_rank" in m.call_names or any(
             re.search(r"global_?rank", w, re.I) for w in used)
-        m._tells_nodes = bool(local and global_) or any(NODES.search(w) for w in words | used)
+        m._names_nodes = any(NODES.search(w) for w in words | used)
+        m._tells_nodes = bool(local and global_) or m._names_nodes
     return m._tells_nodes
+
+
+def names_nodes(m):
+    """Whether the file handles nodes by name (nnodes, node_rank, NODE_RANK, SLURM_NODEID, GROUP_RANK): it is
+    meant to run on several machines, not merely able to."""
+    tells_nodes(m)
+    return m._names_nodes
 
 
 def exists_test(test):
@@ -444,15 +453,16 @@ def rule_resume_where_file_exists(m):
     Advice: a risk: wrong only where the nodes do not share the filesystem that holds the path.
     """
     for call, path, local in resumes_where_file_exists(m):
-        if not local:
+        if not (local and names_nodes(m)):
             yield call, "DDP024", path
 
 
 def rule_resume_from_node_local_path(m):
-    """DDP025: as DDP024, with the snapshot under a node's own storage (/tmp, /dev/shm, $TMPDIR, tempfile).
+    """DDP025: as DDP024, with the snapshot under a node's own storage (/tmp, /dev/shm, $TMPDIR, tempfile), in a
+    script that handles nodes by name (nnodes, node_rank, NODE_RANK, SLURM_NODEID): meant for several machines.
 
     Warning: likely wrong: on more than one node, the nodes other than node 0 never find the snapshot.
     """
     for call, path, local in resumes_where_file_exists(m):
-        if local:
+        if local and names_nodes(m):
             yield call, "DDP025", path
