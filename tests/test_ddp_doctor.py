@@ -418,3 +418,25 @@ def test_a_folder_is_read_as_one_program_for_the_gather_of_an_evaluation(tmp_pat
                                            "    dist.all_gather_object(every, results)\n    return every\n")
     folder = doctor("--format", "json", tmp_path)
     assert json.loads(folder.stdout)["findings"] == [], folder.stdout
+
+
+def test_a_folder_shows_the_random_augmentation_that_workers_seeded_alike_repeat(tmp_path):
+    """DDP022 in a folder run: main.py seeds every rank alike and starts workers, and the random crops are made
+    in transforms.py: silent for main.py alone (no augmentation in sight), a finding for the folder; silent
+    again once another file's helper reseeds (it may add the rank)."""
+    (tmp_path / "main.py").write_text(
+        "import torch\nimport torch.distributed as dist\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "from transforms import train_set\n"
+        "dist.init_process_group('gloo')\ntorch.manual_seed(0)\n"
+        "loader = DataLoader(train_set, sampler=DistributedSampler(train_set), num_workers=4)\n")
+    alone = doctor("--format", "json", tmp_path / "main.py")
+    assert json.loads(alone.stdout)["findings"] == [], alone.stdout
+    (tmp_path / "transforms.py").write_text("from torchvision import datasets, transforms as T\n"
+                                            "train_set = datasets.CIFAR10('data', transform=T.RandomCrop(32, 4))\n")
+    folder = doctor("--format", "json", tmp_path)
+    assert [(f["line"], f["code"]) for f in json.loads(folder.stdout)["findings"]] == [(7, "DDP022")], folder.stdout
+    main = (tmp_path / "main.py").read_text()
+    reseed = "torch.manual_seed(0)\nutils.seed_all(0)\n"
+    (tmp_path / "main.py").write_text(main.replace("torch.manual_seed(0)\n", reseed))
+    reseeded = doctor("--format", "json", tmp_path)
+    assert json.loads(reseeded.stdout)["findings"] == [], reseeded.stdout

@@ -66,6 +66,37 @@ RULES = {
                "optimizer.state_dict(). Conservative: silent when the file (or its folder) calls "
                "consolidate_state_dict anywhere.",
                "13 · When the model does not fit: ZeRO, FSDP2 and sharded checkpoints"),
+    "DDP024": ("resume-where-file-exists", "every rank resumes only if {detail} exists where it runs, and one "
+               "rank writes it: ranks on a node that does not see that file start over",
+               "The snapshot is written by global rank 0 alone (on node 0), and every rank decides for itself "
+               "whether to resume, from its own view of the filesystem. On a filesystem all nodes share, they "
+               "agree and all is well, which is why this is advice. On node-local disks (or a relative path "
+               "under a different working directory) only node 0's ranks find it: they resume at epoch E while "
+               "the others start at epoch 0. The two groups then run different numbers of epochs, so the ranks "
+               "that finish first leave the others waiting in a collective (a hang, or a timeout); a snapshot "
+               "loaded after DDP wrapped the model also leaves the replicas with different weights, which DDP "
+               "never re-syncs.",
+               "Put the snapshot on a filesystem every node shares, and make the choice one choice: rank 0 "
+               "checks, then broadcasts the answer (dist.broadcast_object_list([os.path.exists(path)], src=0)); "
+               "or write a copy on each node (local rank 0 saves). Conservative: only a load under `if "
+               "os.path.exists(path)` (or isfile, Path.exists) that no rank test guards, of a path that does "
+               "not name the rank, in a script that tells the local rank from the global one and saves only on "
+               "a global rank test (or save_on_master).",
+               "08 · Fault tolerance; 10 · Multi-node, SLURM, and the security of the rendezvous"),
+    "DDP025": ("resume-from-node-local-path", "every rank resumes only if {detail} exists where it runs, a path "
+               "local to each node, and only global rank 0 writes it: the other nodes never find it",
+               "The snapshot goes to a node's own storage (/tmp, /dev/shm, $TMPDIR, $SLURM_TMPDIR, "
+               "tempfile.gettempdir()), written by global rank 0 alone, and every rank resumes only if its own node "
+               "has the file. In a run on more than one node, which this script is written for (it handles nodes by "
+               "name: nnodes, node_rank, NODE_RANK, SLURM_NODEID), the other nodes never have it: after a restart "
+               "node 0's ranks resume at epoch E and the rest start at epoch 0, so they run different numbers of "
+               "epochs and the first to finish leave the others waiting in a collective; a snapshot loaded after the"
+               " DDP wrap also leaves the replicas with different weights.",
+               "Save the snapshot to a filesystem every node shares, and decide on rank 0, then broadcast the answer"
+               " (dist.broadcast_object_list). Same conservative shape as DDP024, with a path under a node's "
+               "temporary storage, in a script that names nodes (without that, the same shape is DDP024's advice: on"
+               " one machine every rank sees the same /tmp).",
+               "08 · Fault tolerance; 10 · Multi-node, SLURM, and the security of the rendezvous"),
 }
 
 
@@ -273,3 +304,160 @@ def rule_zero_state_not_consolidated(m):
             if name and (name in zero or name in m.bound_to(None, lambda v: isinstance(v, ast.Call) and
                                                                 last_name(v) == "ZeroRedundancyOptimizer")):
                 yield call, "DDP021", name
+
+
+LOADISH = re.compile(r"^_?(load|restore|resume)\w*(snapshot|checkpoint|ckpt|state|model|weights)|^_?resume", re.I)
+SAVEISH = re.compile(r"^_?save\w*(snapshot|checkpoint|ckpt|state|model|weights|master|main)", re.I)
+NODE_LOCAL = re.compile(r"^/tmp\b|^/dev/shm\b|^/var/tmp\b|TMPDIR|gettempdir|LOCAL_?SCRATCH|TMP$|TEMP$")
+LOCAL_RANK = re.compile(r"local_?rank|gpu_id|local_process", re.I)
+NODES = re.compile(r"nnodes|num_nodes|node_rank|NODE_RANK|SLURM_NODEID|GROUP_RANK", re.I)
+
+
+def tells_nodes(m):
+    """Whether the file tells the local rank from the global one (it is written for more than one node): it
+    reads LOCAL_RANK (or a local rank by name, get_node_local_rank) and a global rank (get_rank, RANK), or it
+    names nodes (nnodes, NODE_RANK)."""
+    if not hasattr(m, "_tells_nodes"):
+        words = {n.value for n in m.of_type(ast.Constant) if isinstance(n.value, str)}
+        used = {n.id for n in m.of_type(ast.Name)} | {n.attr for n in m.of_type(ast.Attribute)}
+        local = words & {"LOCAL_RANK", "SLURM_LOCALID"} or "get_node_local_rank" in m.call_names or any(
+            LOCAL_RANK.search(w) for w in used)
+        global_ = words & {"RANK", "SLURM_PROCID"} or "get_rank" in m.call_names or any(
+            re.search(r"global_?rank", w, re.I) for w in used)
+        m._names_nodes = any(NODES.search(w) for w in words | used)
+        m._tells_nodes = bool(local and global_) or m._names_nodes
+    return m._tells_nodes
+
+
+def names_nodes(m):
+    """Whether the file handles nodes by name (nnodes, node_rank, NODE_RANK, SLURM_NODEID, GROUP_RANK): it is
+    meant to run on several machines, not merely able to."""
+    tells_nodes(m)
+    return m._names_nodes
+
+
+def exists_test(test):
+    """The os.path.exists(p) / os.path.isfile(p) / Path(p).exists() call an `if` test is, or one of the parts
+    of its `and`; None for anything else (`not exists(...)`, a flag)."""
+    for part in test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]:
+        if isinstance(part, ast.Call) and last_name(part) in ("exists", "isfile", "is_file"):
+            if dotted(part.func).endswith(("path.exists", "path.isfile")) and part.args:
+                return part
+            if isinstance(part.func, ast.Attribute) and not part.args and not dotted(part.func).startswith("os."):
+                return part
+    return None
+
+
+def checked_path(call):
+    if call.args:
+        return call.args[0]
+    value = call.func.value  # Path(p).exists(): p
+    return value.args[0] if isinstance(value, ast.Call) and last_name(value) == "Path" and value.args else value
+
+
+def per_rank_path(m, path):
+    """Whether a path names the rank, as it is or through what the file assigns to it (any function)."""
+    if m.mentions_rank(path):
+        return True
+    return any(m.mentions_rank(v) for v in values_assigned(m).get(dotted(path), ()))
+
+
+def values_assigned(m):
+    """name or attribute chain (dotted) -> the values the file assigns to it, in any function (read once)."""
+    if not hasattr(m, "_values_assigned"):
+        m._values_assigned = {}
+        for n in m.of_type(ast.Assign):
+            for t in n.targets:
+                if dotted(t):
+                    m._values_assigned.setdefault(dotted(t), []).append(n.value)
+    return m._values_assigned
+
+
+def global_writer(m):
+    """Whether the file's checkpoints are written by one rank of the whole job: every save (torch.save, or a
+    save_checkpoint-like call) sits under a rank test, one of them at least on the global rank (not
+    `local_rank == 0`, not `rank % gpus_per_node == 0`, which write a copy per node), or it calls
+    save_on_master / save_on_main."""
+    saves = [c for c in m.calls if dotted(c.func) == "torch.save" or SAVEISH.search(last_name(c))]
+    if not saves:
+        return False
+    single = False
+    for save in saves:
+        if re.search(r"on_(master|main)", last_name(save)):
+            single = True
+            continue
+        tests = [i.test for i, _ in m.enclosing_ifs(save)]
+        scope = m.scope(save)
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):  # the guard may be at the callers
+            tests += [i.test for c in m.named_calls(scope.name) for i, _ in m.enclosing_ifs(c)]
+        guards = [t for t in tests if m.mentions_rank(t)]
+        if not guards:
+            return False  # some save runs on every rank: each node may well have its own copy
+        if any(per_node_test(t) for t in guards):
+            return False
+        single = True
+    return single
+
+
+def per_node_test(test):
+    """`local_rank == 0`, `args.rank % ngpus_per_node == 0`, `gpu == 0`: a test that one rank per node passes."""
+    return text_mentions(test, re.compile(r"local|gpu|node", re.I)) or any(
+        isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and text_mentions(n.left, re.compile("rank", re.I))
+        for n in walk(test))
+
+
+def resumes_where_file_exists(m):
+    """(the exists call, the path it checks, whether the path is node-local) for each resume that every rank
+    decides from its own filesystem, in a multi-node script whose snapshot one global rank writes."""
+    if not m.is_distributed or not tells_nodes(m) or not global_writer(m):
+        return
+    for branch in m.of_type(ast.If):
+        call = exists_test(branch.test)
+        if call is None or m.mentions_rank(branch.test) or m.locally_guarded(branch):
+            continue
+        loads = [c for stmt in branch.body for c in calls_in(stmt)
+                 if dotted(c.func) == "torch.load" or LOADISH.search(last_name(c))]
+        path = checked_path(call)
+        if not loads or per_rank_path(m, path):
+            continue
+        yield call, unparse(path), node_local(m, path)
+
+
+def node_local(m, path, depth=0):
+    """Whether a path lies under a node's own temporary storage: /tmp, /dev/shm, $TMPDIR, tempfile's folders."""
+    if text_mentions(path, NODE_LOCAL):
+        return True
+    if depth < 3 and isinstance(path, (ast.Name, ast.Attribute)):
+        name = dotted(path)
+        if any(node_local(m, value, depth + 1) for value in values_assigned(m).get(name, ())):
+            return True
+        option = "--" + name.rpartition(".")[2]  # args.snapshot: parser.add_argument("--snapshot", default=...)
+        return any(c.args and isinstance(c.args[0], ast.Constant) and str(c.args[0].value).replace("-", "_") ==
+                   option.replace("-", "_") and keyword(c, "default") is not None and
+                   text_mentions(keyword(c, "default"), NODE_LOCAL) for c in m.named_calls("add_argument"))
+    if depth < 3:
+        return any(node_local(m, n, depth + 1) for n in walk(path) if n is not path and
+                   isinstance(n, (ast.Name, ast.Attribute)))
+    return False
+
+
+def rule_resume_where_file_exists(m):
+    """DDP024: `if os.path.exists(path): load` on every rank, of a snapshot that global rank 0 alone writes, in a
+    script written for several nodes.
+
+    Advice: a risk: wrong only where the nodes do not share the filesystem that holds the path.
+    """
+    for call, path, local in resumes_where_file_exists(m):
+        if not (local and names_nodes(m)):
+            yield call, "DDP024", path
+
+
+def rule_resume_from_node_local_path(m):
+    """DDP025: as DDP024, with the snapshot under a node's own storage (/tmp, /dev/shm, $TMPDIR, tempfile), in a
+    script that handles nodes by name (nnodes, node_rank, NODE_RANK, SLURM_NODEID): meant for several machines.
+
+    Warning: likely wrong: on more than one node, the nodes other than node 0 never find the snapshot.
+    """
+    for call, path, local in resumes_where_file_exists(m):
+        if local and names_nodes(m):
+            yield call, "DDP025", path

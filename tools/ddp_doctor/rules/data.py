@@ -6,7 +6,7 @@ code -> (name, message, why, fix, lesson)."""
 import ast
 import re
 
-from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions
+from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions, unparse, walk
 
 RULES = {
     "DDP002": ("sampler-without-set-epoch", "DistributedSampler without sampler.set_epoch(epoch) in the epoch loop",
@@ -42,6 +42,30 @@ RULES = {
                "(a reduce, a sum over ranks) but gathers nothing, and never tests "
                "len(...) % ... itself.",
                "05 · Rank-aware training"),
+    "DDP022": ("workers-seeded-alike", "DataLoader workers seeded alike on every rank: {detail} on every rank, "
+               "and no generator= or worker_init_fn, so worker k of every rank draws the same random augmentations",
+               "Each DataLoader worker seeds torch and random with base_seed + worker_id, and numpy with "
+               "_generate_state(base_seed, worker_id) (torch/utils/data/_utils/worker.py), so the workers of one "
+               "process draw apart (numpy's old copy-per-worker bug is gone). But base_seed is drawn from the "
+               "loader's generator= or, without one, from torch's default RNG, each time the loader starts its "
+               "workers: every epoch, or once with persistent_workers (_BaseDataLoaderIter.__init__ in "
+               "torch/utils/data/dataloader.py). After torch.manual_seed(seed) on every "
+               "rank, every rank draws the same base_seed: worker k of every rank draws exactly the augmentations "
+               "worker k of every other rank draws, so N ranks repeat one stream of augmentations instead of "
+               "drawing N. Nothing fails and nothing warns.",
+               "DataLoader(..., generator=torch.Generator().manual_seed(seed + 1000 * rank)): base_seed then "
+               "differs per rank and still per epoch, and the initial weights keep torch.manual_seed(seed). "
+               "(With num_workers=0 the main process draws, alike on every rank too, but generator= does not "
+               "reach it: reseed per rank once the model is built; the rule stays silent there.) "
+               "Conservative: only a training loader with num_workers other than 0 (a number or a setting), "
+               "beside torch.manual_seed of a "
+               "value that is visibly the same on every rank (a number, args.seed), in a DDP file with random "
+               "augmentation in sight (a torchvision Random* transform here or in the folder, or a random draw in "
+               "a __getitem__ of the file); silent where any seed in the file mixes in the rank or goes through a "
+               "seeding helper the doctor cannot read (which may add the rank), where the seed is "
+               "set in the function that spawns the ranks (a spawned rank starts from torch's own random seed), "
+               "or where the loader gets generator=, worker_init_fn or **kwargs.",
+               "12 · Real data under DDP"),
 }
 
 
@@ -175,3 +199,116 @@ def checks_divisibility(m):
     """Whether the file computes `len(...) % ...` anywhere: a script that asks whether a set divides."""
     return any(isinstance(n.op, ast.Mod) and isinstance(n.left, ast.Call) and last_name(n.left) == "len"
                for n in m.of_type(ast.BinOp))
+
+
+PER_RANK = re.compile(r"rank|gpu|device|proc|process_index|local_process|worker|node|pid", re.I)
+RANDOM_TRANSFORM = re.compile(r"^(Random[A-Z]\w*|RandAugment|AutoAugment|TrivialAugmentWide|AugMix|ColorJitter|"
+                              r"GaussianBlur|ElasticTransform)$")
+DRAWS = {"rand", "randn", "randint", "random", "uniform", "uniform_", "choice", "shuffle", "normal", "normal_",
+         "randperm", "random_sample", "beta", "bernoulli", "multinomial", "sample", "randrange", "random_"}
+TORCH_SEEDS = ("torch.manual_seed", "torch.random.manual_seed")
+
+
+def random_augmentation(m):
+    """Whether random augmentation is in sight: a torchvision-style Random* transform called in the file or its
+    folder, or a random draw (torch.rand, random.random, np.random.randint, x.uniform_ ...) in a __getitem__."""
+    if any(RANDOM_TRANSFORM.match(name) for name in m.call_names | m.folder_call_names):
+        return True
+    return any(isinstance(n, ast.Call) and last_name(n) in DRAWS
+               for fn in m.functions.get("__getitem__", []) for n in walk(fn))
+
+
+def same_on_every_rank(m, expr, scope, depth=0):
+    """Whether a seed is visibly the same on every rank: a number, a setting (args.seed, cfg["seed"], SEED = 0)
+    that no line of the file makes per-rank, or arithmetic of those; a parameter, as its callers in the file
+    pass it. False for anything the doctor cannot follow (a call, a name from elsewhere) or that mentions a rank."""
+    if depth > 4 or text_mentions(expr, PER_RANK) or m.mentions_rank(expr):
+        return False
+    if isinstance(expr, ast.Constant):
+        return type(expr.value) is int
+    if isinstance(expr, ast.BinOp):
+        return all(same_on_every_rank(m, side, scope, depth + 1) for side in (expr.left, expr.right))
+    if isinstance(expr, ast.Call):  # int(args.seed), int(os.environ.get("SEED", 0)): a setting read as it is
+        return last_name(expr) in ("int", "get", "getenv") and all(
+            same_on_every_rank(m, a, scope, depth + 1) or isinstance(a, ast.Constant) for a in expr.args)
+    if isinstance(expr, (ast.Attribute, ast.Subscript)):  # a setting, unless the file makes it per-rank
+        return not any(text_mentions(v, PER_RANK) for v in settings_assigned(m).get(unparse(expr), ()))
+    if isinstance(expr, ast.Name):
+        for where in (scope, None):
+            values = [v for name, v in m.assignments(where) if name == expr.id]
+            if values:
+                return all(same_on_every_rank(m, v, where, depth + 1) for v in values)
+            fn = where
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+                if expr.id in params:
+                    calls = m.functions.get(fn.name) and m.named_calls(fn.name)
+                    passed = [passed_as(c, params, expr.id) for c in calls or []]
+                    return bool(passed) and all(p is not None and same_on_every_rank(m, p, m.scope(c), depth + 1)
+                                                for p, c in zip(passed, calls))
+    return False
+
+
+def passed_as(call, params, name):
+    """The argument a call passes for parameter name (params: the function's positional parameters)."""
+    index = params.index(name) - (1 if params and params[0] in ("self", "cls") else 0)
+    found = keyword(call, name)
+    if found is None and 0 <= index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args):
+        found = call.args[index]
+    return found
+
+
+def settings_assigned(m):
+    """What each attribute or subscript target (args.seed, cfg["seed"]) is given anywhere in the file, by an
+    assignment or an augmented one (the whole `args.seed += rank`): text of the target -> values (read once)."""
+    if not hasattr(m, "_settings_assigned"):
+        m._settings_assigned = {}
+        pairs = [(t, n.value) for n in m.of_type(ast.Assign) for t in n.targets] + [
+            (n.target, n) for n in m.of_type(ast.AugAssign)]
+        for target, value in pairs:
+            if isinstance(target, (ast.Attribute, ast.Subscript)):
+                m._settings_assigned.setdefault(unparse(target), []).append(value)
+    return m._settings_assigned
+
+
+def spawns(m, scope):
+    """Whether a function starts the ranks itself (mp.spawn, start_processes, Process): a seed set there, before
+    the start, is the parent's; spawned ranks begin with torch's own random seed. (At module level a seed runs
+    again in every spawned child, which imports the main module.)"""
+    return isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+        isinstance(n, ast.Call) and last_name(n) in ("spawn", "start_processes", "Process")
+        for n in m.scope_nodes(scope))
+
+
+def rule_workers_seeded_alike(m):
+    """DDP022: torch.manual_seed(same value) on every rank, and a training DataLoader with workers but no
+    generator= or worker_init_fn, in a DDP file with random augmentation in sight.
+
+    Warning: likely wrong: worker k of every rank draws the same augmentations, N ranks repeat one stream.
+    """
+    if not m.is_distributed or not m.calls_named.get("DataLoader"):
+        return
+    seeds = [c for name in m.call_names if "seed" in name.lower() for c in m.calls_named[name]]
+    if any(text_mentions(a, PER_RANK) or m.mentions_rank(a) for c in seeds for a in [*c.args, *c.keywords]):
+        return  # some seed in the file mixes in the rank: the ranks' streams may well differ by the time it iterates
+    if any(last_name(c) not in ("manual_seed", "manual_seed_all", "seed") and last_name(c) not in m.functions
+           for c in seeds):
+        return  # a seeding helper from elsewhere (misc.fix_random_seeds(args.seed)): it may mix in the rank itself
+    alike = [c for c in m.named_calls("manual_seed") if dotted(c.func) in TORCH_SEEDS and len(c.args) == 1 and
+             not m.locally_guarded(c) and not spawns(m, m.scope(c)) and same_on_every_rank(m, c.args[0], m.scope(c))]
+    if not alike or not random_augmentation(m):
+        return
+    evalish = re.compile(r"val|test|eval", re.I)
+    for call in m.named_calls("DataLoader"):
+        if any(k.arg is None or (k.arg in ("generator", "worker_init_fn") and not is_const(k.value, None))
+               for k in call.keywords):
+            continue  # (generator=None, worker_init_fn=None: the defaults, spelt out)
+        workers = keyword(call, "num_workers")
+        if workers is None or is_const(workers, 0) or (isinstance(workers, ast.Constant) and not workers.value):
+            continue  # no workers: the main process draws (the same on every rank, but another fix: reseed per rank)
+        scope = m.scope(call)
+        target = m.parent.get(call)
+        named = " ".join(unparse(t) for t in getattr(target, "targets", [])) + " " + getattr(scope, "name", "")
+        if text_mentions(call, evalish) or evalish.search(named):
+            continue  # an evaluation loader: no augmentation to repeat
+        yield call, "DDP022", unparse(alike[0])

@@ -1,11 +1,11 @@
-"""The model and its loss: a softmax fed to CrossEntropyLoss.
+"""The model and its loss: a softmax fed to CrossEntropyLoss; a model built whole on every rank before sharding.
 
 Each rule_* function takes a program.Module and yields (node, code, detail); RULES holds its codes:
 code -> (name, message, why, fix, lesson)."""
 
 import ast
 
-from ..program import dotted, last_name, walk
+from ..program import dotted, keyword, last_name, walk
 
 RULES = {
     "DDP019": ("softmax-into-cross-entropy", "{detail} fed into CrossEntropyLoss, which applies log_softmax itself",
@@ -16,6 +16,22 @@ RULES = {
                "model whose forward() returns a softmax / log_softmax, or such a call passed straight to the "
                "loss, in a file that uses CrossEntropyLoss.",
                "01 · The single-device baseline"),
+    "DDP023": ("full-model-before-shard", "{detail} is built whole on every rank, then sharded: each rank holds "
+               "the whole model first",
+               "fully_shard (or FSDP) cuts each parameter to this rank's rows only after the constructor has "
+               "allocated and initialised all of them: for a moment every rank holds the whole model (4 bytes a "
+               "parameter in fp32), and N ranks of a node hold N copies in its CPU memory. Harmless while the "
+               "model fits one device, which is why this is advice; it is the step that runs out of memory for "
+               "the models sharding is for.",
+               "Build on the meta device, shard, then materialise and initialise the shards: "
+               "`with torch.device('meta'): model = Net()`, fully_shard each block and the root, "
+               "model.to_empty(device=device), then fill the shards: load a checkpoint (set_model_state_dict "
+               "with broadcast_from_rank0, or DCP), or initialise them (init_weights() / reset_parameters() draw "
+               "each shard from its own offset of one stream on GPUs; on a CPU mesh they repeat rows across the "
+               "ranks, so there initialise one full tensor at a time and keep your rows). Silent when the "
+               "file or its folder uses the meta device, to_empty, param_init_fn or init_empty_weights, and "
+               "for a model that comes from elsewhere (a parameter).",
+               "13 · When the model does not fit: ZeRO, FSDP2 and sharded checkpoints"),
 }
 
 
@@ -92,3 +108,57 @@ def rule_softmax_into_cross_entropy(m):
             first = call.args[0]
             if isinstance(first, ast.Call) and (last_name(first) in SOFTMAXES):
                 yield first, "DDP019", f"a {softmax_kind(first)}"
+
+
+SHARDERS = ("fully_shard", "FullyShardedDataParallel", "FSDP")
+DEFERRED = {"to_empty", "init_empty_weights", "deferred_init", "materialize_module", "meta_init"}
+MOVES = {"to", "cuda", "float", "half", "bfloat16", "train", "eval"}
+
+
+def moved(value, name):
+    """`model.to(device)`, `model.cuda()`: the same model, moved (model = model.to(device))."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MOVES:
+        value = value.func.value
+    return isinstance(value, ast.Name) and value.id == name
+
+
+def built_whole(m, expr, scope):
+    """The constructor call that builds expr whole, or None: `Net(...)`, `Net(...).to(device)`, a name bound to
+    one in the same function (`model = Net().cuda()`), `AutoModel.from_pretrained(...)`, `timm.create_model(...)`."""
+    for _ in range(4):
+        if isinstance(expr, ast.Name):
+            values = [v for name, v in m.assignments(scope) if name == expr.id and not moved(v, name)]
+            if len(values) != 1:
+                return None  # bound more than once, or not here (a parameter, a global): the doctor cannot tell
+            expr = values[0]
+        while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in MOVES:
+            expr = expr.func.value
+        if isinstance(expr, ast.Call):
+            name = last_name(expr)
+            if name in ("from_pretrained", "from_config", "create_model") or (
+                    name[:1].isupper() and name not in SHARDERS):
+                return expr
+            return None
+    return None
+
+
+def rule_full_model_before_shard(m):
+    """DDP023: fully_shard(model) / FSDP(model) of a model that the same function built whole (a constructor),
+    in a file that never builds on the meta device.
+
+    Advice: memory: only a model too large for one device fails; one that fits is merely built N times.
+    """
+    sharders = m.named_calls(*SHARDERS)
+    if not sharders or DEFERRED & (m.call_names | m.folder_call_names):
+        return
+    if any(n.value == "meta" for n in m.of_type(ast.Constant)):
+        return  # torch.device("meta"), device="meta": built (somewhere) shapes first
+    reported = set()
+    for call in sharders:
+        target = call.args[0] if call.args else keyword(call, "module")
+        if target is None or any(k.arg in ("param_init_fn", None) for k in call.keywords):
+            continue
+        built = built_whole(m, target, m.scope(call))
+        if built is not None and built not in reported:
+            reported.add(built)
+            yield call, "DDP023", dotted(target) if isinstance(target, ast.Name) else last_name(built) + "(...)"
