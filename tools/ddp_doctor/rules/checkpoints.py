@@ -5,6 +5,7 @@ code -> (name, message, why, fix, lesson)."""
 
 import ast
 import re
+from operator import attrgetter
 
 from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions, unparse, walk
 
@@ -318,8 +319,8 @@ def tells_nodes(m):
     reads LOCAL_RANK (or a local rank by name, get_node_local_rank) and a global rank (get_rank, RANK), or it
     names nodes (nnodes, NODE_RANK)."""
     if not hasattr(m, "_tells_nodes"):
-        words = {n.value for n in m.of_type(ast.Constant) if isinstance(n.value, str)}
-        used = {n.id for n in m.of_type(ast.Name)} | {n.attr for n in m.of_type(ast.Attribute)}
+        words = set(m.strings())
+        used = set(map(attrgetter("id"), m.of_type(ast.Name))) | set(map(attrgetter("attr"), m.of_type(ast.Attribute)))
         local = words & {"LOCAL_RANK", "SLURM_LOCALID"} or "get_node_local_rank" in m.call_names or any(
             LOCAL_RANK.search(w) for w in used)
         global_ = words & {"RANK", "SLURM_PROCID"} or "get_rank" in m.call_names or any(
