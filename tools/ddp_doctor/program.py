@@ -51,7 +51,7 @@ for _kind in vars(ast).values():  # every node type known now, so that walks loo
 
 def walk(node):
     """Every node under node, breadth first, as ast.walk gives them, without the shared context and operator
-    objects (see child_fields): the same order, in about a third of the time, since every rule walks."""
+    objects (see child_fields): the same order, in about half the time, since every rule walks."""
     todo = [node]
     for node in todo:  # a list read while it grows: breadth first, without a deque
         for field, may_hold_none in _LAYOUT[type(node)]:

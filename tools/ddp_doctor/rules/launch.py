@@ -89,7 +89,7 @@ def rule_global_rank_as_device(m):
     named = set(m.named_calls(*DEVICE_CALLS))
     for call in m.calls:
         if call not in named and not call.keywords:
-            continue  # (no device index: asked without a function call, since most calls are of other names)
+            continue  # no device call and no device_ids=: nothing to read (most calls; no function call made)
         for index in device_indices(call):
             if is_global_rank(index, m.bound_to(m.scope(call), is_global_rank_expr)):
                 yield index, "DDP001", unparse(index)
