@@ -53,14 +53,12 @@ def rule_unguarded_log(m):
         file = keyword(call, "file")
         if file is not None and "stderr" in unparse(file):
             continue
-        in_loop = False
         for a in m.ancestors(call):
             if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 break
             if isinstance(a, (ast.For, ast.AsyncFor)) and (m.is_epoch_loop(a) or is_batch_loop(a, loaders)):
-                in_loop = True
-        if in_loop:
-            yield call, "DDP006", ""
+                yield call, "DDP006", ""  # in a loop over epochs or batches
+                break
 
 
 REDUCERS = re.compile(r"reduce|gather|over_ranks|all_|mean_over|average", re.I)

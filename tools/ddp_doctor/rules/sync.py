@@ -141,7 +141,9 @@ def rule_accumulation_without_no_sync(m):
             n.attr == "require_backward_grad_sync" for n in m.of_type(ast.Attribute)):
         return  # no_sync() somewhere, or the switch it sets, set by hand (nanoGPT's way)
     holds_mod = m.holders(n for n in m.of_type(ast.BinOp) if isinstance(n.op, ast.Mod))  # `... % k ...`
-    steps = {id(n) for n in m.of_type(ast.If) if n.test in holds_mod and is_accumulation_step(n)}
+    holds_step = m.holders(c for c in m.named_calls("step") if isinstance(c.func, ast.Attribute) and not c.args)
+    steps = {id(n) for n in m.of_type(ast.If)  # `if ... % k ...:` whose body calls .step() without arguments
+             if n.test in holds_mod and any(s in holds_step for s in n.body)}  # (optimizer.step())
     if not steps:
         return  # read each loop below only where some `if` could be the finding
     for loop in m.of_type(ast.For, ast.AsyncFor, ast.While, ordered=True):  # the first such loop: one finding
@@ -151,10 +153,3 @@ def rule_accumulation_without_no_sync(m):
             if id(node) in steps:
                 yield node, "DDP016", ""
                 return
-
-
-def is_accumulation_step(node):
-    """`if ... % k ...:` whose body calls .step() without arguments (optimizer.step())."""
-    return any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mod) for b in walk(node.test)) and any(
-        last_name(c) == "step" and isinstance(c.func, ast.Attribute) and not c.args
-        for s in node.body for c in calls_in(s))
