@@ -270,9 +270,10 @@ class Module:
         for node in self.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
             self.functions.setdefault(node.name, []).append(node)
         self.calls = self.of_type(ast.Call)
-        self.calls_named = {}  # last name of the function called -> its calls ('save' for torch.save(...))
+        named = defaultdict(list)  # last name of the function called -> its calls ('save' for torch.save(...))
         for call in self.calls:
-            self.calls_named.setdefault(last_name(call), []).append(call)
+            named[last_name(call)].append(call)
+        self.calls_named = dict(named)
         self.call_names = set(self.calls_named)
         self.log_calls = [c for c in self.named_calls(*LOG_NAMES) if is_log_call(c)]  # print(), logger.info() ...
         self.uses_ddp = bool(self.call_names & {"DistributedDataParallel", "DDP"})
@@ -568,8 +569,8 @@ class Module:
         """Functions of this file that call a collective, directly or through another such function."""
         functions = set(self.of_type(ast.FunctionDef, ast.AsyncFunctionDef))
         found, callers = set(), {}  # callers: callee name -> names of the functions that call it
-        for callee, calls in self.calls_named.items():
-            for call in calls:
+        for callee in (self.functions.keys() | COLLECTIVES) & self.calls_named.keys():  # the calls that matter
+            for call in self.calls_named[callee]:
                 scope = self.scope(call)
                 if scope in functions:
                     callers.setdefault(callee, set()).add(scope.name)
