@@ -456,7 +456,8 @@ class Module:
                         found.extend(pairs(target, node.value))
                 elif isinstance(node, ast.AnnAssign) and node.value is not None:
                     found.append((node.target, node.value))
-            self._assignments[root] = [(dotted(t), v) for t, v in found if dotted(t)]
+            named = [(dotted(t), v) for t, v in found]
+            self._assignments[root] = [(name, v) for name, v in named if name]
         return self._assignments[root]
 
     def enclosing_ifs(self, node):
