@@ -43,7 +43,10 @@ RULES = {
                "save {detail}.module.state_dict()",
                "DDP wraps the model: the wrapper's state_dict() names every weight 'module.<name>'. A model "
                "without DDP (evaluation, a single-GPU run, another script) then cannot load the file "
-               "('Missing key(s) ... Unexpected key(s) module.').",
+               "('Missing key(s) ... Unexpected key(s) module.'). It bites only where such a reader loads the "
+               "file into a plain model as it is, which is why this is advice: a resume that loads the file "
+               "back into the DDP model, and a reader that wraps the model first (DataParallel, DDP) or strips "
+               "the prefix (consume_prefix_in_state_dict_if_present), load it fine.",
                "Save ddp_model.module.state_dict() (or the unwrapped model's state_dict()). Silent for a file "
                "that loads its checkpoints back into the DDP model and saves the weights unwrapped as well "
                "(ddp_model.module.state_dict()): the 'module.' keys then never leave the script.",
@@ -109,8 +112,35 @@ def rule_unguarded_save(m):
         return
     for call in m.named_calls("save"):
         if dotted(call.func) == "torch.save" and not m.guarded(call) and not names_rank(m, call) and \
-                not m.before_group(call):  # (before init_process_group: one process)
-            yield call, "DDP005", ""  # (a path that names the rank is a file per rank, on purpose)
+                not m.before_group(call) and not unique_per_process(m, call):  # (before the group: one process)
+            yield call, "DDP005", ""  # (a path that names the rank, or is new in each process: a file per rank)
+
+
+UNIQUE = {"uuid4", "uuid1", "getpid", "mkstemp", "NamedTemporaryFile", "mkdtemp", "TemporaryDirectory",
+          "TemporaryFile", "SpooledTemporaryFile"}
+
+
+def unique_per_process(m, call):
+    """Whether a save's file is new in every process, so that each rank writes its own: the path (or the file
+    object) comes from uuid.uuid4() / uuid1(), os.getpid(), tempfile.mkstemp / NamedTemporaryFile / mkdtemp, in
+    the call or through a name its function binds from one (`name = f"batch-{uuid4()}.pt"`, `with
+    NamedTemporaryFile() as f`, `fd, path = tempfile.mkstemp()`)."""
+    target = [*call.args[1:], *(k.value for k in call.keywords if k.arg == "f")]
+    if any(isinstance(n, ast.Call) and last_name(n) in UNIQUE for t in target for n in walk(t)):
+        return True
+    names = {n.id for t in target for n in walk(t) if isinstance(n, ast.Name)}
+    if not names:
+        return False
+    for node in m.scope_nodes(m.scope(call)):
+        if isinstance(node, ast.Assign):
+            bound, value = {n.id for t in node.targets for n in walk(t) if isinstance(n, ast.Name)}, node.value
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            bound, value = {n.id for n in walk(node.optional_vars) if isinstance(n, ast.Name)}, node.context_expr
+        else:
+            continue
+        if bound & names and any(isinstance(n, ast.Call) and last_name(n) in UNIQUE for n in walk(value)):
+            return True
+    return False
 
 
 def names_rank(m, call):
@@ -202,7 +232,7 @@ def rule_load_weights_only_false(m):
 def rule_saved_module_prefix(m):
     """DDP010: torch.save of ddp_model.state_dict().
 
-    Warning: likely wrong: the file cannot be loaded without DDP until its keys are renamed.
+    Advice: a risk: wrong only for a reader that loads the file into a plain model without renaming its keys.
     """
     restored = any(isinstance(c.func, ast.Attribute) and dotted(c.func.value) in m.ddp_names(m.scope(c))
                    for c in m.named_calls("load_state_dict"))

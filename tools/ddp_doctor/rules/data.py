@@ -79,7 +79,7 @@ def rule_sampler_without_set_epoch(m):
 
     Error: a wrong result: every epoch visits the data in the same order.
     """
-    if all(runs_once(loop) for loop in m.epoch_loops()):
+    if all(runs_once(loop, m) for loop in m.epoch_loops()):
         return  # (no epoch loop, or only `for epoch in range(1)`: one epoch, whose order set_epoch never changes)
     told, looping = None, None  # with some set_epoch: the samplers it reaches by name, the scopes with epochs
     if "set_epoch" in m.call_names:
@@ -96,7 +96,7 @@ def rule_sampler_without_set_epoch(m):
             if not calls:
                 return  # a set_epoch the doctor cannot follow (loader.sampler, a helper): it may reach any sampler
             told.update(calls)  # (every sampler bound to that name there: a name may be bound again)
-        looping = {m.scope(loop) for loop in m.epoch_loops() if not runs_once(loop)}
+        looping = {m.scope(loop) for loop in m.epoch_loops() if not runs_once(loop, m)}
     evalish = re.compile(r"val|test|eval", re.I)
     for call in distributed_samplers(m):
         data = call.args[0] if call.args else keyword(call, "dataset")
@@ -106,15 +106,37 @@ def rule_sampler_without_set_epoch(m):
             yield call, "DDP002", ""
 
 
-def runs_once(loop):
-    """`for epoch in range(1)` (or range(0, 1)): a loop of one epoch, written as a number."""
+def runs_once(loop, m=None):
+    """`for epoch in range(1)` (or range(0, 1)): a loop of one epoch, written as a number, or as a name that the
+    file binds once, to 1 (`max_epoch = 1` ... `range(max_epoch)`)."""
     it = loop.iter
     if not (isinstance(it, ast.Call) and last_name(it) == "range" and it.args and not it.keywords):
         return False
     if len(it.args) == 1:
-        return is_const(it.args[0], 1) or is_const(it.args[0], 0)
+        count = it.args[0]
+        if isinstance(count, ast.Name) and m is not None:
+            count = bound_once(m, count.id)
+        return is_const(count, 1) or is_const(count, 0)
     bounds = [a.value for a in it.args if isinstance(a, ast.Constant) and type(a.value) is int]
     return len(it.args) == len(bounds) == 2 and bounds[1] - bounds[0] <= 1
+
+
+def bound_once(m, name):
+    """The value of a name that the file binds exactly once, by a plain assignment (not a loop, a parameter,
+    an import, `+=`, `global` in a function that rebinds it); None otherwise."""
+    if not hasattr(m, "_bindings"):
+        m._bindings = {}
+        for node in m.of_type(ast.Name):
+            if isinstance(node.ctx, ast.Store):
+                parent = m.parent.get(node)
+                value = parent.value if isinstance(parent, ast.Assign) and node in parent.targets else None
+                m._bindings.setdefault(node.id, []).append(value)
+        for node in m.of_type(ast.arg):
+            m._bindings.setdefault(node.arg, []).append(None)
+        for node in m.of_type(ast.alias):
+            m._bindings.setdefault((node.asname or node.name).partition(".")[0], []).append(None)
+    values = m._bindings.get(name, [])
+    return values[0] if len(values) == 1 else None
 
 
 def rule_shuffle_with_sampler(m):

@@ -53,9 +53,16 @@ RULES = {
 }
 
 
-def is_global_rank(node, global_ranks):
-    """The global rank itself: a name bound to it in this scope, or the call that reads it."""
-    return (isinstance(node, ast.Name) and node.id in global_ranks) or is_global_rank_expr(node)
+def is_global_rank(m, node, global_ranks):
+    """The global rank itself: the call that reads it, or a name bound to it in this scope by an assignment that
+    reaches node (`local_rank = dist.get_rank()` in one branch of an if/elif chain does not reach the uses in
+    the branches that set `local_rank = hvd.local_rank()` or `int(os.environ["LOCAL_RANK"])`)."""
+    if is_global_rank_expr(node):
+        return True
+    if not (isinstance(node, ast.Name) and node.id in global_ranks):
+        return False
+    reaching = m.reaching_values(node.id, node)
+    return reaching is None or any(is_global_rank_expr(v) for v in reaching)
 
 
 def device_indices(call):
@@ -83,13 +90,13 @@ def rule_global_rank_as_device(m):
     """
     for call in m.calls:
         for index in device_indices(call):
-            if is_global_rank(index, m.bound_to(m.scope(call), is_global_rank_expr)):
+            if is_global_rank(m, index, m.bound_to(m.scope(call), is_global_rank_expr)):
                 yield index, "DDP001", unparse(index)
     for node in m.of_type(ast.JoinedStr):  # f"cuda:{rank}"
         for before, value in zip(node.values, node.values[1:]):
             if isinstance(before, ast.Constant) and str(before.value).endswith("cuda:") and \
                     isinstance(value, ast.FormattedValue) and \
-                    is_global_rank(value.value, m.bound_to(m.scope(node), is_global_rank_expr)):
+                    is_global_rank(m, value.value, m.bound_to(m.scope(node), is_global_rank_expr)):
                 yield value.value, "DDP001", unparse(value.value)
 
 

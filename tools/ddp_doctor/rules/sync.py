@@ -5,7 +5,7 @@ code -> (name, message, why, fix, lesson)."""
 
 import ast
 
-from ..program import COLLECTIVES, calls_in, dotted, is_rank_test, last_name, names_in, unparse, walk
+from ..program import COLLECTIVES, calls_in, dotted, is_const, is_rank_test, keyword, last_name, names_in, unparse, walk
 
 RULES = {
     "DDP011": ("collective-in-rank-branch", "{detail} inside a branch that only some ranks take: the others "
@@ -51,7 +51,9 @@ def rule_collective_in_rank_branch(m):
         elif isinstance(call.func, ast.Name) and name in m.collective_functions:
             what = f"{name}(), which calls a collective,"
         elif dotted(call.func) in m.ddp_names(scope, before=call):
-            what = f"a forward pass through the DDP model {dotted(call.func)}"
+            if not broadcasts_buffers(m, m.ddp_names(scope)[dotted(call.func)], scope):
+                continue  # a DDP forward with no buffers to broadcast is no collective
+            what = f"a forward pass through the DDP model {dotted(call.func)}, which broadcasts its buffers,"
         else:
             continue
         loop_vars = {dotted(a.target) for a in m.ancestors(call) if isinstance(a, (ast.For, ast.AsyncFor))} - {""}
@@ -75,6 +77,17 @@ def rule_collective_in_rank_branch(m):
                 if not other_side_syncs[key] and not complement_syncs(m, branch, name):
                     yield call, "DDP011", what  # (the other ranks call one too, here or in a twin `if`: no finding)
                 break
+
+
+def broadcasts_buffers(m, wrap, scope):
+    """Whether a DDP(...) call makes a model whose forward broadcasts buffers from rank 0: broadcast_buffers is
+    not False, and the doctor can see buffers in the module it wraps (BatchNorm, register_buffer, a torchvision
+    model with BatchNorm, a class of the file or folder that builds one). Embedding, LSTM, Linear and LayerNorm
+    have none; a module the doctor cannot see into (a parameter, a factory) counts as none: silence."""
+    if is_const(keyword(wrap, "broadcast_buffers"), False):
+        return False
+    module = wrap.args[0] if wrap.args else keyword(wrap, "module")
+    return m.has_buffers(module, scope)
 
 
 def complementary(a, b):
