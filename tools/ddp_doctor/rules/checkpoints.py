@@ -14,7 +14,11 @@ RULES = {
                "of them, or a file cut short when one process replaces another's half-written copy.",
                "if dist.get_rank() == 0: save ...; then dist.barrier() so nobody reads it too early. "
                "Conservative: a save inside a function counts as guarded when every call of that function "
-               "in the file is guarded, or when the file never calls it.",
+               "in the file is guarded, or when the file never calls it. Silent on the side of a "
+               "\"distributed or not\" test that runs in one process (the `else` of `if ddp:`, `if "
+               "args.distributed:`, `if world_size > 1:`, `if dist.is_initialized():`; the body of `if not "
+               "ddp:`), and for a path that names the rank or is new in each process (uuid4, os.getpid(), "
+               "tempfile): a file per process, on purpose.",
                "05 · Rank-aware training"),
     "DDP007": ("non-atomic-checkpoint", "checkpoint written in place: write a temporary file, then os.replace()",
                "A job can be killed at any moment (preemption, a timeout, a crash on another rank). Killed "

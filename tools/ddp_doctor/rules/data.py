@@ -13,7 +13,8 @@ RULES = {
                "A DistributedSampler shuffles with a seed plus the epoch it was last told. Without set_epoch() "
                "its epoch stays 0, so every epoch visits the data in exactly the same order.",
                "Call sampler.set_epoch(epoch) at the start of each epoch, before iterating the loader. "
-               "Conservative: silent when the sampler does not shuffle, when the file has no loop over epochs, "
+               "Conservative: silent when the sampler does not shuffle, when the file has no loop over epochs "
+               "(or one of one epoch: range(1), or a name the file binds once, to 1), "
                "and when any set_epoch() call appears in the file.",
                "05 · Rank-aware training; 06 · Why DDP is correct"),
     "DDP003": ("shuffle-with-sampler", "shuffle=True next to a sampler: DataLoader refuses the pair",

@@ -23,7 +23,9 @@ RULES = {
                "from where the first machine stopped (8, 9, ...), so cuda:RANK names a GPU that does not exist "
                "('invalid device ordinal'). The device index on a machine is the local rank.",
                "local_rank = int(os.environ['LOCAL_RANK']); torch.cuda.set_device(local_rank). Conservative: "
-               "only a name assigned from get_rank() / RANK in the same function, or the call itself, used "
+               "only a name assigned from get_rank() / RANK in the same function, by the assignment that reaches "
+               "the use (not the other branches of an if/elif chain that set it from a local rank), or the "
+               "call itself, used "
                "directly as a device index (set_device, torch.accelerator.set_device_index(i), "
                "torch.device('cuda', i), f'cuda:{i}', .cuda(i), "
                "device_ids=[i], .to(i)).",

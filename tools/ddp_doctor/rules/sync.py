@@ -11,11 +11,20 @@ RULES = {
     "DDP011": ("collective-in-rank-branch", "{detail} inside a branch that only some ranks take: the others "
                "never join it (the classic hang)",
                "A collective (all_reduce, barrier, broadcast, ...) completes only when every rank calls it, "
-               "and a forward pass through the DDP model can start one. Under `if rank == 0:` rank 0 waits "
-               "for ranks that never come, until the timeout ends the job.",
+               "and a forward pass through the DDP model starts one when the model has buffers: DDP "
+               "broadcasts them from rank 0 before each forward (DDP._pre_forward, when "
+               "will_sync_module_buffers(): broadcast_buffers and at least one buffer, in "
+               "torch/nn/parallel/distributed.py). Under `if rank == 0:` rank 0 waits for ranks that never "
+               "come, until the timeout ends the job.",
                "Call the collective on every rank, outside the branch, and keep only the rank-0 work (print, "
-               "save) inside it. Checked: dist collectives, the DDP model's forward, and functions of the "
-               "same file that call them; silent when the other branch calls a collective too.",
+               "save) inside it; evaluate on rank 0 through ddp_model.module. Checked: dist collectives, "
+               "functions of the same file that call them, and the DDP model's forward when the doctor sees "
+               "buffers in the model (BatchNorm, SyncBatchNorm, a tracking InstanceNorm, register_buffer, a "
+               "torchvision model with BatchNorm, in a class of the file or its folder) and broadcast_buffers is "
+               "not False. A model without buffers (Embedding, LSTM, Linear, LayerNorm) runs no collective "
+               "in forward; a model the doctor cannot see into (a parameter, a factory) is left alone, "
+               "precision first. Silent when the other branch calls a collective too, and for a test that every "
+               "rank of a distributed run passes alike (`local_rank >= 0`, `rank != -1`, `world_size > 1`).",
                "05 · Rank-aware training; 09 · Debugging"),
     "DDP015": ("no-sync-around-backward-only", "no_sync() around backward() only: the forward pass must be "
                "inside it too",
