@@ -572,6 +572,39 @@ class Module:
             child = a
         return found or None
 
+    def behind_unset_flag(self, node):
+        """Whether node runs only under `if flag:` where flag is a parameter of its function that defaults to
+        False (or None) and that no call of the function in the file passes (by keyword or position; for
+        __init__, the calls of its class), the file calling it at least once, without **kwargs, and no other
+        file of the folder calling it: code the script never runs."""
+        fn = self.scope(node)
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        params = [*fn.args.posonlyargs, *fn.args.args]
+        defaults = dict(zip([p.arg for p in params][len(params) - len(fn.args.defaults):], fn.args.defaults))
+        defaults.update((p.arg, d) for p, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None)
+        flags = {name for name, d in defaults.items() if is_const(d, False) or (isinstance(d, ast.Constant) and
+                                                                                  d.value is None)}
+        tested = {b.test.id for b, in_body in self.enclosing_ifs(node)
+                  if isinstance(b, ast.If) and in_body and isinstance(b.test, ast.Name)} & flags
+        if not tested:
+            return False
+        owner = self.parent.get(fn)
+        name = owner.name if fn.name == "__init__" and isinstance(owner, ast.ClassDef) else fn.name
+        calls = self.named_calls(name)
+        if not calls or name in self.folder_call_names:
+            return False  # never called here (a library function), or perhaps called from another file
+        names = [p.arg for p in params]
+        offset = 1 if names and names[0] in ("self", "cls") else 0
+        for call in calls:
+            if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+                return False
+            for flag in tested:
+                if keyword(call, flag) is not None or (
+                        flag in names and len(call.args) > names.index(flag) - offset):
+                    return False
+        return True
+
     def enclosing_ifs(self, node):
         """(if statement, True if node is in its body / False in its orelse) up to the function."""
         child = node

@@ -35,7 +35,9 @@ RULES = {
                "torch.load(path, map_location='cpu', weights_only=True) (load_state_dict then copies to the "
                "model's device), or map_location=device. Silent for a load inside a rank test (one rank "
                "loads, DDP broadcasts its weights), for one before init_process_group in the same function, "
-               "and for one whose `if` passes map_location in its other branch (a choice made per branch).",
+               "for one whose `if` passes map_location in its other branch (a choice made per branch), and for "
+               "one under `if flag:` where flag is a parameter that defaults to False and that no call in the "
+               "file passes (code the script never runs).",
                "05 · Rank-aware training"),
     "DDP009": ("load-weights-only-false", "torch.load(..., weights_only=False) runs whatever code the file holds",
                "torch.load unpickles: with weights_only=False a crafted file can run any code on every rank "
@@ -207,7 +209,7 @@ def rule_load_without_map_location(m):
     for call in torch_loads(m):
         if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2 and \
                 not m.locally_guarded(call) and not m.before_group(call) and not other_branch_maps(m, call) and \
-                not names_rank(m, call):
+                not names_rank(m, call) and not m.behind_unset_flag(call):
             yield call, "DDP008", ""  # (a load that one rank does, or that runs before the group forms, is fine)
 
 

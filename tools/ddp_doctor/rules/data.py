@@ -204,7 +204,10 @@ def rule_padded_evaluation(m):
     evalish = re.compile(r"val|test|eval|valid", re.I)
     for call in distributed_samplers(m):
         data = call.args[0] if call.args else keyword(call, "dataset")
-        if data is None or not text_mentions(data, evalish) or is_const(keyword(call, "drop_last"), True):
+        if data is None or is_const(keyword(call, "drop_last"), True):
+            continue
+        sites = [call] if text_mentions(data, evalish) else helper_calls_on(m, call, data, evalish)
+        if not sites:
             continue
         if any("gather" in name for name in m.call_names | m.folder_call_names):
             continue  # the file, or another file of its folder, gathers results: it may count each index once
@@ -212,7 +215,37 @@ def rule_padded_evaluation(m):
             continue  # the file tests len(dataset) % world itself: it warns, pads or falls back knowingly
         if not any(COMBINES.search(name) for name in m.call_names | m.folder_call_names):
             continue  # nothing is combined over the ranks: each rank's metric is its own shard's, not a padded sum
-        yield call, "DDP018", ""
+        yield from ((site, "DDP018", "") for site in sites)
+
+
+def helper_calls_on(m, call, data, pattern):
+    """The calls of a helper (`def get_sampler(dataset): return DistributedSampler(dataset)`) that pass it, for the
+    parameter the sampler gets, a dataset whose name matches pattern (`get_sampler(test_dataset)`): the sampler
+    each such call builds is over that set."""
+    fn = m.scope(call)
+    if not (isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(data, ast.Name)):
+        return []
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    if data.id not in params or any(name == data.id for name, _ in m.assignments(fn)):
+        return []
+    found = []
+    for site in m.named_calls(fn.name):
+        passed = passed_as(site, params, data.id)
+        if passed is not None and text_mentions(passed, pattern) and used(m, site):
+            found.append(site)
+    return found
+
+
+def used(m, call):
+    """Whether what a call returns is used: passed on directly, or bound to a name that some line of its function
+    reads other than in a comparison (`if val_loader is not None: pass` evaluates nothing)."""
+    parent = m.parent.get(call)
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1):
+        return True
+    name = dotted(parent.targets[0])
+    return any(dotted(n) == name and isinstance(getattr(n, "ctx", None), ast.Load) and
+               not isinstance(m.parent.get(n), ast.Compare) for n in m.scope_nodes(m.scope(call))
+               if isinstance(n, (ast.Name, ast.Attribute)))
 
 
 COMBINES = re.compile(r"reduce|dist_sum|sum_over|all_sum", re.I)  # calls that combine values over the ranks
