@@ -267,8 +267,10 @@ TORCH_SEEDS = ("torch.manual_seed", "torch.random.manual_seed")
 
 def random_augmentation(m):
     """Whether random augmentation is in sight: a torchvision-style Random* transform called in the file or its
-    folder, or a random draw (torch.rand, random.random, np.random.randint, x.uniform_ ...) in a __getitem__."""
-    if any(RANDOM_TRANSFORM.match(name) for name in m.call_names | m.folder_call_names):
+    folder (not RandomSampler, which orders the samples and augments nothing), or a random draw (torch.rand,
+    random.random, np.random.randint, x.uniform_ ...) in a __getitem__."""
+    if any(RANDOM_TRANSFORM.match(name) and not name.endswith("Sampler")
+           for name in m.call_names | m.folder_call_names):
         return True
     return any(isinstance(n, ast.Call) and last_name(n) in DRAWS
                for fn in m.functions.get("__getitem__", []) for n in walk(fn))
