@@ -291,13 +291,17 @@ def buffered_classes(classes):
     """The classes (by name) whose text builds a layer with buffers or a class that does, to a fixed point."""
     from .program import BUFFERS_TEXT
     found = {name for name, body in classes.items() if BUFFERS_TEXT.search(body)}
-    changed = True
-    while changed:
-        changed = False
-        for name, body in classes.items():
-            if name not in found and any(re.search(rf"\b{re.escape(other)}\s*\(", body) for other in found):
+    calls = {name: set(CALLED.findall(body)) for name, body in classes.items() if name not in found}
+    callers = {}  # class name -> the classes whose text calls it
+    for name, called in calls.items():
+        for other in called:
+            callers.setdefault(other, []).append(name)
+    todo = list(found)  # a worklist: linear in the calls
+    while todo:
+        for name in callers.get(todo.pop(), ()):
+            if name not in found:
                 found.add(name)
-                changed = True
+                todo.append(name)
     return frozenset(found)
 
 
