@@ -26,3 +26,15 @@ def main(args, epoch):
 
 if __name__ == "__main__":
     main(None, 0)
+
+
+def init_mode(args, losses):
+    """The other side of `"RANK" in os.environ` may be another launcher (SLURM here): not one process."""
+    if "RANK" in os.environ:
+        dist.init_process_group("gloo")
+    elif "SLURM_PROCID" in os.environ:
+        dist.init_process_group("gloo")
+        torch.save(losses, "slurm.pt")  # expect: DDP005
+
+
+init_mode(None, None)

@@ -188,12 +188,10 @@ def answers(kind, value, samples):
 
 def distributed_polarity(node):
     """True for a test that holds exactly when the run is distributed, whatever the rank (`rank != -1`,
-    `local_rank >= 0`, `local_rank > -1`, `rank not in (-1,)`, `rank is not None`, `world_size > 1`,
-    `"RANK" in os.environ`); False for its negation (`local_rank == -1`, `world_size == 1`); None for anything
-    else, a rank test included (`rank > 0`, `local_rank in [-1, 0]`: some ranks of a distributed run pass)."""
-    if asks_how_launched(node) and len(node.ops) == 1 and node.left.value in LAUNCH_VARIABLES and \
-            dotted(node.comparators[0]).endswith("environ"):
-        return isinstance(node.ops[0], ast.In)
+    `local_rank >= 0`, `local_rank > -1`, `rank not in (-1,)`, `rank is not None`, `world_size > 1`);
+    False for its negation (`local_rank == -1`, `world_size == 1`); None for anything else, a rank test
+    included (`rank > 0`, `local_rank in [-1, 0]`: some ranks of a distributed run pass), and `"RANK" in
+    os.environ`, whose other side may be another launcher (SLURM, mp.spawn), not one process."""
     found = compared_with_constant(node)
     if found is None:
         return None
@@ -209,9 +207,6 @@ def distributed_polarity(node):
     if many is None or one is None or len(set(many)) != 1 or many[0] == one[0]:
         return None  # some ranks pass and others do not (a rank test), or the answer does not depend on the run
     return many[0]
-
-
-LAUNCH_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
 
 
 def asks_if_distributed(node):
