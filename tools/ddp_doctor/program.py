@@ -555,15 +555,15 @@ class Module:
         for a in self.ancestors(child):
             where = self.position.get(child)
             if where is not None:
-                for stmt in reversed(getattr(a, where[0])[:where[1]]):
-                    values = assigned_values([stmt], name)
-                    found += values
-                    if values and isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-                        return found  # a plain assignment at this level: nothing earlier reaches node
+                for index, values, plain in reversed(self._assigned_in_block(a, where[0], name)):
+                    if index < where[1]:
+                        found += values
+                        if plain:
+                            return found  # a plain assignment at this level: nothing earlier reaches node
             if isinstance(a, SCOPES):
                 break
             if isinstance(a, (ast.For, ast.AsyncFor, ast.While)):
-                found += assigned_values(a.body, name)
+                found += [v for _, values, _ in self._assigned_in_block(a, "body", name) for v in values]
             child = a
         return found or None
 
@@ -599,6 +599,21 @@ class Module:
                         flag in names and len(call.args) > names.index(flag) - offset):
                     return False
         return True
+
+    def _assigned_in_block(self, block, field, name):
+        """[(index, values, plain assignment?)] of the statements of one block that assign name: read once per
+        block and name, so that asking for many uses is linear."""
+        key = (block, field, name)
+        if not hasattr(self, "_block_assignments"):
+            self._block_assignments = {}
+        if key not in self._block_assignments:
+            found = []
+            for index, stmt in enumerate(getattr(block, field)):
+                values = assigned_values([stmt], name)
+                if values:
+                    found.append((index, values, isinstance(stmt, (ast.Assign, ast.AnnAssign))))
+            self._block_assignments[key] = found
+        return self._block_assignments[key]
 
     def enclosing_ifs(self, node):
         """(if statement, True if node is in its body / False in its orelse) up to the function."""

@@ -95,8 +95,12 @@ def broadcasts_buffers(m, wrap, scope):
     have none; a module the doctor cannot see into (a parameter, a factory) counts as none: silence."""
     if is_const(keyword(wrap, "broadcast_buffers"), False):
         return False
-    module = wrap.args[0] if wrap.args else keyword(wrap, "module")
-    return m.has_buffers(module, scope)
+    if not hasattr(m, "_broadcasts"):
+        m._broadcasts = {}  # DDP(...) call -> answer, read once per wrap (many forwards share one)
+    if wrap not in m._broadcasts:
+        module = wrap.args[0] if wrap.args else keyword(wrap, "module")
+        m._broadcasts[wrap] = m.has_buffers(module, scope)
+    return m._broadcasts[wrap]
 
 
 def complementary(a, b):
