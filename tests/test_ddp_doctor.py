@@ -440,3 +440,24 @@ def test_a_folder_shows_the_random_augmentation_that_workers_seeded_alike_repeat
     (tmp_path / "main.py").write_text(main.replace("torch.manual_seed(0)\n", reseed))
     reseeded = doctor("--format", "json", tmp_path)
     assert json.loads(reseeded.stdout)["findings"] == [], reseeded.stdout
+
+
+def test_a_folder_shows_the_buffers_that_make_a_ddp_forward_a_collective(tmp_path):
+    """DDP011 in a folder run: a rank-0 forward through a DDP model whose class, in models.py, builds a class
+    with a BatchNorm: silent for train.py alone (no buffers in sight), a finding for the folder; silent again
+    when the layer holds no buffers (LayerNorm)."""
+    (tmp_path / "train.py").write_text(
+        "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "from models import Net\n\n\ndef main(x):\n    dist.init_process_group('gloo')\n    model = DDP(Net())\n"
+        "    if dist.get_rank() == 0:\n        model(x)\n\n\nmain(None)\n")
+    alone = doctor("--format", "json", tmp_path / "train.py")
+    assert json.loads(alone.stdout)["findings"] == [], alone.stdout
+    models = ("import torch.nn as nn\n\n\nclass Stem(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.norm = nn.BatchNorm2d(3)\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+              "        super().__init__()\n        self.stem = Stem()\n")
+    (tmp_path / "models.py").write_text(models)
+    folder = doctor("--format", "json", tmp_path)
+    assert [(f["line"], f["code"]) for f in json.loads(folder.stdout)["findings"]] == [(10, "DDP011")], folder.stdout
+    (tmp_path / "models.py").write_text(models.replace("nn.BatchNorm2d(3)", "nn.LayerNorm(3)"))
+    no_buffers = doctor("--format", "json", tmp_path)
+    assert json.loads(no_buffers.stdout)["findings"] == [], no_buffers.stdout

@@ -13,7 +13,7 @@ def global_accuracy(correct, seen):
 def main():
     dist.init_process_group("gloo")
     rank = dist.get_rank()
-    ddp_model = DDP(torch.nn.Linear(4, 2))
+    ddp_model = DDP(torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.BatchNorm1d(2)))  # buffers: running stats
     for epoch in range(2):
         if rank == 0:
             dist.barrier()  # expect: DDP011

@@ -16,7 +16,8 @@ A notebook's code cells are read as one program, in order (lines starting with `
 other `%%` cells are skipped); a `%%writefile x.py` cell is read as the file it writes, on its own.
 
 Each rule has a level: error (a hang, a crash, a wrong result or lost work), warning (likely wrong) or
-advice (portability, style, speed: a hard-coded NCCL backend, a non-atomic save, the legacy --local_rank).
+advice (portability, style, speed, a risk: a hard-coded NCCL backend, a non-atomic save, the legacy --local_rank,
+`module.` keys in a saved state dict).
 Errors and warnings are reported by default; advice is chosen with ruff's spelling, --select (codes or
 prefixes, comma-separated, or ALL), --extend-select and --ignore, or the same keys (select, extend-select,
 ignore) in a [tool.ddp-doctor] table of the pyproject.toml found upward from each checked file. Files are

@@ -259,16 +259,56 @@ def folder_facts(paths):
     for root in paths:
         if root.is_dir():
             files = list(files_under([root]))
-            names = set()
+            names, classes = set(), {}
             for path in files:
                 if path.suffix == ".py":
                     try:
-                        names.update(CALLED.findall(path.read_text(encoding="utf-8", errors="replace")))
+                        text = path.read_text(encoding="utf-8", errors="replace")
                     except OSError:
                         continue
-            shared = frozenset(names)
+                    names.update(CALLED.findall(text))
+                    classes.update(class_bodies(text))
+            shared = FolderFacts(names)
+            shared.buffered_classes = buffered_classes(classes)
             facts.update((path, shared) for path in files)
     return facts
+
+
+class FolderFacts(frozenset):
+    """The names a folder's Python files call, with what else the folder says: buffered_classes, the classes
+    of its files whose modules hold buffers (BatchNorm, register_buffer), which DDP broadcasts in forward."""
+    buffered_classes = frozenset()
+
+
+CLASS_LINE = re.compile(r"^class\s+([A-Za-z_]\w*)[^\n]*:", re.M)
+TOP_LEVEL = re.compile(r"^(?=[^\s#])", re.M)
+
+
+def class_bodies(text):
+    """{class name: the text of its definition} for the top-level classes of a file, read from the text."""
+    found = {}
+    for match in CLASS_LINE.finditer(text):
+        end = TOP_LEVEL.search(text, match.end() + 1)
+        found[match.group(1)] = text[match.end():end.start() if end else len(text)]
+    return found
+
+
+def buffered_classes(classes):
+    """The classes (by name) whose text builds a layer with buffers or a class that does, to a fixed point."""
+    from .program import BUFFERS_TEXT
+    found = {name for name, body in classes.items() if BUFFERS_TEXT.search(body)}
+    calls = {name: set(CALLED.findall(body)) for name, body in classes.items() if name not in found}
+    callers = {}  # class name -> the classes whose text calls it
+    for name, called in calls.items():
+        for other in called:
+            callers.setdefault(other, []).append(name)
+    todo = list(found)  # a worklist: linear in the calls
+    while todo:
+        for name in callers.get(todo.pop(), ()):
+            if name not in found:
+                found.add(name)
+                todo.append(name)
+    return frozenset(found)
 
 
 def files_under(paths):

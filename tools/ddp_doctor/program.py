@@ -154,11 +154,87 @@ def is_not_distributed_value(node):
     return isinstance(node, ast.Constant) and node.value is None
 
 
+NOT_DISTRIBUTED = object()  # a rank's value in a run that is not distributed: -1 or None
+RANK_SAMPLES = (0, 1, 2, 3, 7, 1000)  # ranks of a distributed run
+WORLD_SAMPLES = (2, 3, 4, 8, 1000)  # world sizes of a distributed run (1: one process)
+WORLDISH = re.compile(r"world_?size|get_world_size|num_processes|n_?procs", re.I)
+_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+            ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
+            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+            ast.Is: lambda a, b: a == b, ast.IsNot: lambda a, b: a != b}
+_FLIPPED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+
+
+def constant_value(node):
+    """The value of a number, -1, None, or a tuple / list / set of them; NOT_DISTRIBUTED stands for -1 and None;
+    AttributeError for anything else."""
+    if is_not_distributed_value(node):
+        return NOT_DISTRIBUTED
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return tuple(constant_value(e) for e in node.elts)
+    raise AttributeError
+
+
+def compared_with_constant(node):
+    """(the compared expression, op type, constant value) of `x OP constant` or `constant OP x`, else None."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE):
+        return None
+    left, op, right = node.left, type(node.ops[0]), node.comparators[0]
+    for subject, other, kind in ((left, right, op), (right, left, _FLIPPED.get(op, op))):
+        if isinstance(subject, ast.Constant) or (isinstance(subject, ast.UnaryOp) and
+                                                 isinstance(subject.operand, ast.Constant)):
+            continue
+        if kind in (ast.In, ast.NotIn) and subject is right:
+            continue  # `0 in ranks`: a question about a collection
+        try:
+            return subject, kind, constant_value(other)
+        except AttributeError:
+            return None
+    return None
+
+
+def answers(kind, value, samples):
+    """The truth of `sample OP value` for each sample; None where a comparison makes no sense (None < 0)."""
+    found = []
+    for sample in samples:
+        a = -1 if sample is NOT_DISTRIBUTED else sample
+        b = tuple(-1 if v is NOT_DISTRIBUTED else v for v in value) if isinstance(value, tuple) else (
+            -1 if value is NOT_DISTRIBUTED else value)
+        if kind in (ast.Lt, ast.LtE, ast.Gt, ast.GtE) and isinstance(b, tuple):
+            return None
+        found.append(bool(_COMPARE[kind](a, b)))
+    return found
+
+
+def distributed_polarity(node):
+    """True for a test that holds exactly when the run is distributed, whatever the rank (`rank != -1`,
+    `local_rank >= 0`, `local_rank > -1`, `rank not in (-1,)`, `rank is not None`, `world_size > 1`);
+    False for its negation (`local_rank == -1`, `world_size == 1`); None for anything else, a rank test
+    included (`rank > 0`, `local_rank in [-1, 0]`: some ranks of a distributed run pass), and `"RANK" in
+    os.environ`, whose other side may be another launcher (SLURM, mp.spawn), not one process."""
+    found = compared_with_constant(node)
+    if found is None:
+        return None
+    subject, kind, value = found
+    if text_mentions(subject, WORLDISH):
+        if value is NOT_DISTRIBUTED or (isinstance(value, tuple) and NOT_DISTRIBUTED in value):
+            return None
+        many, one = answers(kind, value, WORLD_SAMPLES), answers(kind, value, (1,))
+    elif text_mentions(subject, RANKISH):
+        many, one = answers(kind, value, RANK_SAMPLES), answers(kind, value, (NOT_DISTRIBUTED,))
+    else:
+        return None
+    if many is None or one is None or len(set(many)) != 1 or many[0] == one[0]:
+        return None  # some ranks pass and others do not (a rank test), or the answer does not depend on the run
+    return many[0]
+
+
 def asks_if_distributed(node):
-    """`rank != -1`, `local_rank == -1`, `rank is None`: a question every rank answers alike (is this a
-    distributed run?), not which rank this is."""
-    return all(isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)) for op in node.ops) and \
-        all(is_not_distributed_value(c) for c in node.comparators)
+    """`rank != -1`, `local_rank >= 0`, `local_rank == -1`, `rank is None`: a question every rank answers alike
+    (is this a distributed run?), not which rank this is."""
+    return distributed_polarity(node) is not None
 
 
 def is_rank_test(node, aliases=frozenset()):
@@ -251,6 +327,48 @@ def is_any_rank_expr(node):
                for n in walk(node))
 
 
+DISTRIBUTED_FLAG = re.compile(r"^(is_|use_|using_)?(ddp|distributed)(_mode|_run|_training)?$", re.I)
+DISTRIBUTED_CALL = re.compile(r"^(is_dist|is_distributed|is_ddp|dist_is_initialized)(_\w*)?$")
+
+
+def asks_distributed_by_call(node):
+    """dist.is_initialized(), dist.is_available(), is_dist_avail_and_initialized(), is_distributed(): true
+    exactly in a distributed run (not torch.cuda.is_available(), nor torch.cuda.is_initialized())."""
+    if not isinstance(node, ast.Call) or node.args:
+        return False
+    name, full = last_name(node), dotted(node.func)
+    if name in ("is_initialized", "is_available"):
+        return full in (name, "dist." + name, "torch.distributed." + name, "distributed." + name)
+    return DISTRIBUTED_CALL.match(name) is not None
+
+
+# Layers and models whose modules hold buffers, which a DDP forward broadcasts from rank 0 (DDP._pre_forward
+# syncs buffers when will_sync_module_buffers(): broadcast_buffers and len(modules_buffers) > 0, in
+# torch/nn/parallel/distributed.py). torchvision's models with BatchNorm: ResNet, ResNeXt, Wide ResNet, VGG
+# with _bn, DenseNet, EfficientNet, MobileNet, RegNet, Inception v3, GoogLeNet, ShuffleNet, MNASNet (not
+# ConvNeXt, VGG without _bn, AlexNet, SqueezeNet, ViT: no BatchNorm).
+BUFFER_LAYERS = re.compile(r"^(Lazy)?BatchNorm[123]d$|^SyncBatchNorm$|^convert_sync_batchnorm$|^register_buffer$")
+BN_MODELS = re.compile(r"^(resnet\d+|resnext\w+|wide_resnet\w+|vgg\d+_bn|densenet\d+|efficientnet\w*|mobilenet\w*|"
+                       r"regnet_\w+|inception_v3|googlenet|shufflenet\w*|mnasnet\w*|ResNet|DenseNet|EfficientNet|"
+                       r"MobileNetV[23]|RegNet|Inception3|GoogLeNet|ShuffleNetV2|MNASNet)$")
+BUFFERS_TEXT = re.compile(r"BatchNorm[123]d|SyncBatchNorm|register_buffer|track_running_stats\s*=\s*True|"
+                          r"\b(resnet\d+|resnext\w+|wide_resnet\w+|vgg\d+_bn|densenet\d+|efficientnet\w*|"
+                          r"mobilenet\w*|regnet_\w+|inception_v3|googlenet|shufflenet\w*|mnasnet\w*)\s*\(")
+
+
+def builds_buffers(call):
+    """Whether a call builds a module with buffers by itself: BatchNorm, SyncBatchNorm, an InstanceNorm with
+    track_running_stats=True, register_buffer, a torchvision model with BatchNorm (resnet50(), ...), or
+    `models.__dict__["resnet50"]` / `resnet.__dict__[arch]` (a ResNet module's constructor table)."""
+    name = last_name(call)
+    if BUFFER_LAYERS.match(name) or BN_MODELS.match(name):
+        return True
+    if re.match(r"^(Lazy)?InstanceNorm[123]d$", name):
+        return is_const(keyword(call, "track_running_stats"), True)
+    return isinstance(call.func, ast.Subscript) and text_mentions(call.func, re.compile(
+        r"^(resnet|resnext|wide_resnet|densenet|efficientnet|mobilenet|regnet)\w*$", re.I))
+
+
 # ---------------------------------------------------------------------------------------------------
 # One parsed module, with the light analysis the rules share
 
@@ -258,6 +376,7 @@ def is_any_rank_expr(node):
 class Module:
     def __init__(self, tree, folder=None):
         self.folder_call_names = folder or frozenset()  # names the other files of its folder call (driver)
+        self.folder_buffered_classes = getattr(folder, "buffered_classes", frozenset())  # classes with buffers
         self.tree = tree
         self._assignments, self._bound, self._guarded = {}, {}, {}
         self.parent, self.nodes, self.scope_of, self._scope_nodes = {}, [], {}, {}
@@ -286,6 +405,8 @@ class Module:
         self.rank_aliases = frozenset(aliases | {  # and names that hold a rank test: `main = rank == 0`
             name for scope in [None, *self.functions_flat()] for name, value in self.assignments(scope)
             if isinstance(value, (ast.Compare, ast.BoolOp, ast.UnaryOp)) and is_rank_test(value, aliases)})
+        self._polarity = {}
+        self.distributed_flags = self._distributed_flags()
         self.unguarded_functions = self._unguarded_functions()
         self.collective_functions = self._collective_functions()
 
@@ -335,6 +456,63 @@ class Module:
                                 scope_of[child] = scope
                             push(child)
         self.by_type.update(by_type)
+
+    def _distributed_flags(self):
+        """Names that say whether the run is distributed -> True (set when it is) or False (set when it is not):
+        `ddp = int(os.environ.get("RANK", -1)) != -1`, `distributed = args.local_rank >= 0`, `single = world_size
+        == 1`; every assignment of the name in the file is such a test (or True / False), one at least a test.
+        And names that say it by themselves: ddp, distributed, is_distributed, use_ddp, args.distributed."""
+        values = {}
+        for scope in [None, *self.functions_flat()]:
+            for name, value in self.assignments(scope):
+                values.setdefault(name, []).append(value)
+        flags = {}
+        for name, found in values.items():
+            tests = [v for v in found if not (isinstance(v, ast.Constant) and type(v.value) is bool)]
+            if not tests:
+                continue
+            polarities = {self.test_polarity(v, {}) for v in tests}
+            if len(polarities) == 1 and None not in polarities:
+                flags[name] = polarities.pop()
+        return flags
+
+    def test_polarity(self, test, flags=None, depth=0):
+        """True for a test that holds exactly when the run is distributed, on every rank (`if ddp:`, `if
+        args.distributed:`, `if dist.is_available() and dist.is_initialized():`, `if world_size > 1:`,
+        `if local_rank != -1:`); False for one that holds exactly when it is not (`if not ddp:`); None for
+        anything else (a rank test, a mixed test such as `ddp and rank == 0`). The other side of such a test
+        runs in one process: `if ddp: ... else: torch.save(...)` saves once."""
+        if flags is None:
+            if test in self._polarity:
+                return self._polarity[test]
+            self._polarity[test] = self.test_polarity(test, self.distributed_flags)
+            return self._polarity[test]
+        if depth > 20:
+            return None
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self.test_polarity(test.operand, flags, depth + 1)
+            return None if inner is None else not inner
+        if isinstance(test, ast.BoolOp):  # `a and b`, `a or b` of tests that agree
+            parts = {self.test_polarity(v, flags, depth + 1) for v in test.values}
+            return parts.pop() if len(parts) == 1 else None
+        if isinstance(test, (ast.Name, ast.Attribute)):
+            name = dotted(test)
+            if name in flags:
+                return flags[name]
+            return True if DISTRIBUTED_FLAG.match(name.rpartition(".")[2]) else None
+        if asks_distributed_by_call(test):
+            return True
+        if isinstance(test, ast.Compare):
+            return distributed_polarity(test)
+        return None
+
+    def one_process_side(self, branch, in_body):
+        """Whether a side of an `if` (or a conditional expression) runs in one process only: the side a
+        "distributed or not" test takes when the run is not distributed."""
+        if not isinstance(branch, (ast.If, ast.IfExp)):
+            return False
+        polarity = self.test_polarity(branch.test)
+        return polarity is not None and in_body != polarity
 
     def _spawned_ranks(self):
         """The first parameter of a function that mp.spawn (or start_processes) starts is the process's index,
@@ -460,6 +638,76 @@ class Module:
             self._assignments[root] = [(name, v) for name, v in named if name]
         return self._assignments[root]
 
+    def reaching_values(self, name, node):
+        """The values of the assignments of name (a plain name) that may reach node in its function: the nearest
+        plain assignment before node in its block or a block around it, and those inside compound statements
+        between (an `if` that may set it); a branch of an if/elif chain is not reached by the others' assignments.
+        Inside a loop, the loop's own assignments may come round again. None when no assignment of the function
+        reaches it (a parameter, a global): the caller decides."""
+        found, child = [], self.statement(node)
+        for a in self.ancestors(child):
+            where = self.position.get(child)
+            if where is not None:
+                for index, values, plain in reversed(self._assigned_in_block(a, where[0], name)):
+                    if index < where[1]:
+                        found += values
+                        if plain:
+                            return found  # a plain assignment at this level: nothing earlier reaches node
+            if isinstance(a, SCOPES):
+                break
+            if isinstance(a, (ast.For, ast.AsyncFor, ast.While)):
+                found += [v for _, values, _ in self._assigned_in_block(a, "body", name) for v in values]
+            child = a
+        return found or None
+
+    def behind_unset_flag(self, node):
+        """Whether node runs only under `if flag:` where flag is a parameter of its function that defaults to
+        False (or None) and that no call of the function in the file passes (by keyword or position; for
+        __init__, the calls of its class), the file calling it at least once, without **kwargs, and no other
+        file of the folder calling it: code the script never runs."""
+        fn = self.scope(node)
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        params = [*fn.args.posonlyargs, *fn.args.args]
+        defaults = dict(zip([p.arg for p in params][len(params) - len(fn.args.defaults):], fn.args.defaults))
+        defaults.update((p.arg, d) for p, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None)
+        flags = {name for name, d in defaults.items() if is_const(d, False) or (isinstance(d, ast.Constant) and
+                                                                                  d.value is None)}
+        tested = {b.test.id for b, in_body in self.enclosing_ifs(node)
+                  if isinstance(b, ast.If) and in_body and isinstance(b.test, ast.Name)} & flags
+        if not tested:
+            return False
+        owner = self.parent.get(fn)
+        name = owner.name if fn.name == "__init__" and isinstance(owner, ast.ClassDef) else fn.name
+        calls = self.named_calls(name)
+        if not calls or name in self.folder_call_names:
+            return False  # never called here (a library function), or perhaps called from another file
+        names = [p.arg for p in params]
+        offset = 1 if names and names[0] in ("self", "cls") else 0
+        for call in calls:
+            if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+                return False
+            for flag in tested:
+                if keyword(call, flag) is not None or (
+                        flag in names and len(call.args) > names.index(flag) - offset):
+                    return False
+        return True
+
+    def _assigned_in_block(self, block, field, name):
+        """[(index, values, plain assignment?)] of the statements of one block that assign name: read once per
+        block and name, so that asking for many uses is linear."""
+        key = (block, field, name)
+        if not hasattr(self, "_block_assignments"):
+            self._block_assignments = {}
+        if key not in self._block_assignments:
+            found = []
+            for index, stmt in enumerate(getattr(block, field)):
+                values = assigned_values([stmt], name)
+                if values:
+                    found.append((index, values, isinstance(stmt, (ast.Assign, ast.AnnAssign))))
+            self._block_assignments[key] = found
+        return self._block_assignments[key]
+
     def enclosing_ifs(self, node):
         """(if statement, True if node is in its body / False in its orelse) up to the function."""
         child = node
@@ -478,8 +726,13 @@ class Module:
         return self._guarded[node]
 
     def _locally_guarded(self, node):
-        if any(self.mentions_rank(a.test) for a, _ in self.enclosing_ifs(node)):
-            return True
+        for branch, in_body in self.enclosing_ifs(node):
+            if self.one_process_side(branch, in_body):
+                return True  # the `else` of `if ddp:`: the run that is not distributed, one process
+            if isinstance(branch, (ast.If, ast.IfExp)) and self.test_polarity(branch.test) is not None:
+                continue  # the side every rank of a distributed run takes
+            if self.mentions_rank(branch.test):
+                return True
         a = self.statement(node)
         while a is not None and type(a) not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module):
             if a in self.position:
@@ -496,7 +749,8 @@ class Module:
         if key not in self._first_exit:
             siblings = getattr(block, field)
             self._first_exit[key] = next(
-                (i for i, s in enumerate(siblings) if isinstance(s, ast.If) and self.mentions_rank(s.test) and any(
+                (i for i, s in enumerate(siblings) if isinstance(s, ast.If) and self.mentions_rank(s.test) and
+                 self.test_polarity(s.test) is None and any(
                     isinstance(b, (ast.Return, ast.Continue, ast.Raise)) or
                     (isinstance(b, ast.Expr) and last_name(b.value) in ("exit", "_exit")) for b in s.body)),
                 len(siblings))
@@ -605,6 +859,55 @@ class Module:
                               ("DistributedDataParallel", "DDP"))
         return names if before is None else {n: v for n, v in names.items() if v.lineno < before.lineno}
 
+    def buffered_classes(self):
+        """The classes of this file (by name) that build a module with buffers, directly or through another such
+        class of the file or its folder (to a fixed point), and the folder's own such classes."""
+        if not hasattr(self, "_buffered_classes"):
+            classes = {c.name: c for c in self.of_type(ast.ClassDef)}
+            made = {name: {last_name(n) for n in walk(c) if isinstance(n, ast.Call)} |
+                    {last_name(b) for b in c.bases} for name, c in classes.items()}
+            found = {name for name, c in classes.items() if any(
+                isinstance(n, ast.Call) and builds_buffers(n) for n in walk(c)) or
+                any(BN_MODELS.match(last_name(b)) for b in c.bases)} | set(self.folder_buffered_classes)
+            changed = True
+            while changed:
+                changed = False
+                for name in classes:
+                    if name not in found and made[name] & found:
+                        found.add(name)
+                        changed = True
+            self._buffered_classes = frozenset(found)
+        return self._buffered_classes
+
+    def has_buffers(self, expr, scope, depth=0, seen=None):
+        """Whether the doctor can see buffers in the module expr builds: a layer or model with buffers, a class
+        of the file or its folder that builds one, through the names it is bound to (model = Net(); model =
+        DDP(model)), nn.Sequential(backbone, head) and the like. False where it cannot see (a parameter, a
+        model from a factory it does not know): silence."""
+        seen = set() if seen is None else seen
+        if depth > 6 or expr is None:
+            return False
+        buffered = self.buffered_classes()
+        todo = [expr]
+        while todo:
+            node = todo.pop()
+            for n in walk(node):
+                if isinstance(n, ast.Call) and (builds_buffers(n) or last_name(n) in buffered):
+                    return True
+                if isinstance(n, ast.Name) or (isinstance(n, ast.Attribute) and dotted(n).startswith("self.")):
+                    name = dotted(n)
+                    if name and name not in seen:
+                        seen.add(name)
+                        for where in ({scope, None} if not name.startswith("self.") else
+                                      {scope, None, *self.functions_flat()}):
+                            todo += [v for target, v in self.assignments(where) if target == name]
+                            todo += [n.value for n in self.scope_nodes(where) if isinstance(n, ast.Assign) and any(
+                                isinstance(t, (ast.Tuple, ast.List)) and not isinstance(n.value, (ast.Tuple, ast.List))
+                                and name in {dotted(e) for e in t.elts} for t in n.targets)]  # a, b = make()
+                    if len(seen) > 50:
+                        return False
+        return False
+
     def epoch_loops(self):
         if not hasattr(self, "_epoch_loops"):
             self._epoch_loops = [n for n in self.of_type(ast.For, ast.AsyncFor, ordered=True) if is_epoch_loop(n)]
@@ -614,6 +917,27 @@ class Module:
         if not hasattr(self, "_epoch_loop_set"):
             self._epoch_loop_set = set(self.epoch_loops())
         return loop in self._epoch_loop_set
+
+
+def assigned_values(statements, name):
+    """The values assigned to a plain name in these statements (and the blocks inside them, not in functions)."""
+    found = []
+    todo = list(statements)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, SCOPES):
+            continue
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                found += [v for t, v in pairs(target, node.value) if isinstance(t, ast.Name) and t.id == name]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None and dotted(node.target) == name:
+            found.append(node.value)
+        if isinstance(node, ast.stmt):
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                todo.extend(getattr(node, field, None) or [])
+        elif isinstance(node, (ast.ExceptHandler, ast.match_case)):
+            todo.extend(node.body)
+    return found
 
 
 def pairs(target, value):

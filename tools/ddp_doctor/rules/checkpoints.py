@@ -15,7 +15,11 @@ RULES = {
                "of them, or a file cut short when one process replaces another's half-written copy.",
                "if dist.get_rank() == 0: save ...; then dist.barrier() so nobody reads it too early. "
                "Conservative: a save inside a function counts as guarded when every call of that function "
-               "in the file is guarded, or when the file never calls it.",
+               "in the file is guarded, or when the file never calls it. Silent on the side of a "
+               "\"distributed or not\" test that runs in one process (the `else` of `if ddp:`, `if "
+               "args.distributed:`, `if world_size > 1:`, `if dist.is_initialized():`; the body of `if not "
+               "ddp:`), and for a path that names the rank or is new in each process (uuid4, os.getpid(), "
+               "tempfile): a file per process, on purpose.",
                "05 · Rank-aware training"),
     "DDP007": ("non-atomic-checkpoint", "checkpoint written in place: write a temporary file, then os.replace()",
                "A job can be killed at any moment (preemption, a timeout, a crash on another rank). Killed "
@@ -32,7 +36,9 @@ RULES = {
                "torch.load(path, map_location='cpu', weights_only=True) (load_state_dict then copies to the "
                "model's device), or map_location=device. Silent for a load inside a rank test (one rank "
                "loads, DDP broadcasts its weights), for one before init_process_group in the same function, "
-               "and for one whose `if` passes map_location in its other branch (a choice made per branch).",
+               "for one whose `if` passes map_location in its other branch (a choice made per branch), and for "
+               "one under `if flag:` where flag is a parameter that defaults to False and that no call in the "
+               "file passes (code the script never runs).",
                "05 · Rank-aware training"),
     "DDP009": ("load-weights-only-false", "torch.load(..., weights_only=False) runs whatever code the file holds",
                "torch.load unpickles: with weights_only=False a crafted file can run any code on every rank "
@@ -44,7 +50,10 @@ RULES = {
                "save {detail}.module.state_dict()",
                "DDP wraps the model: the wrapper's state_dict() names every weight 'module.<name>'. A model "
                "without DDP (evaluation, a single-GPU run, another script) then cannot load the file "
-               "('Missing key(s) ... Unexpected key(s) module.').",
+               "('Missing key(s) ... Unexpected key(s) module.'). It bites only where such a reader loads the "
+               "file into a plain model as it is, which is why this is advice: a resume that loads the file "
+               "back into the DDP model, and a reader that wraps the model first (DataParallel, DDP) or strips "
+               "the prefix (consume_prefix_in_state_dict_if_present), load it fine.",
                "Save ddp_model.module.state_dict() (or the unwrapped model's state_dict()). Silent for a file "
                "that loads its checkpoints back into the DDP model and saves the weights unwrapped as well "
                "(ddp_model.module.state_dict()): the 'module.' keys then never leave the script.",
@@ -110,8 +119,35 @@ def rule_unguarded_save(m):
         return
     for call in m.named_calls("save"):
         if dotted(call.func) == "torch.save" and not m.guarded(call) and not names_rank(m, call) and \
-                not m.before_group(call):  # (before init_process_group: one process)
-            yield call, "DDP005", ""  # (a path that names the rank is a file per rank, on purpose)
+                not m.before_group(call) and not unique_per_process(m, call):  # (before the group: one process)
+            yield call, "DDP005", ""  # (a path that names the rank, or is new in each process: a file per rank)
+
+
+UNIQUE = {"uuid4", "uuid1", "getpid", "mkstemp", "NamedTemporaryFile", "mkdtemp", "TemporaryDirectory",
+          "TemporaryFile", "SpooledTemporaryFile"}
+
+
+def unique_per_process(m, call):
+    """Whether a save's file is new in every process, so that each rank writes its own: the path (or the file
+    object) comes from uuid.uuid4() / uuid1(), os.getpid(), tempfile.mkstemp / NamedTemporaryFile / mkdtemp, in
+    the call or through a name its function binds from one (`name = f"batch-{uuid4()}.pt"`, `with
+    NamedTemporaryFile() as f`, `fd, path = tempfile.mkstemp()`)."""
+    target = [*call.args[1:], *(k.value for k in call.keywords if k.arg == "f")]
+    if any(isinstance(n, ast.Call) and last_name(n) in UNIQUE for t in target for n in walk(t)):
+        return True
+    names = {n.id for t in target for n in walk(t) if isinstance(n, ast.Name)}
+    if not names:
+        return False
+    for node in m.scope_nodes(m.scope(call)):
+        if isinstance(node, ast.Assign):
+            bound, value = {n.id for t in node.targets for n in walk(t) if isinstance(n, ast.Name)}, node.value
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            bound, value = {n.id for n in walk(node.optional_vars) if isinstance(n, ast.Name)}, node.context_expr
+        else:
+            continue
+        if bound & names and any(isinstance(n, ast.Call) and last_name(n) in UNIQUE for n in walk(value)):
+            return True
+    return False
 
 
 def names_rank(m, call):
@@ -170,7 +206,7 @@ def rule_load_without_map_location(m):
     for call in torch_loads(m):
         if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2 and \
                 not m.locally_guarded(call) and not m.before_group(call) and not other_branch_maps(m, call) and \
-                not names_rank(m, call):
+                not names_rank(m, call) and not m.behind_unset_flag(call):
             yield call, "DDP008", ""  # (a load that one rank does, or that runs before the group forms, is fine)
 
 
@@ -199,7 +235,7 @@ def rule_load_weights_only_false(m):
 def rule_saved_module_prefix(m):
     """DDP010: torch.save of ddp_model.state_dict().
 
-    Warning: likely wrong: the file cannot be loaded without DDP until its keys are renamed.
+    Advice: a risk: wrong only for a reader that loads the file into a plain model without renaming its keys.
     """
     restored = any(isinstance(c.func, ast.Attribute) and dotted(c.func.value) in m.ddp_names(m.scope(c))
                    for c in m.named_calls("load_state_dict"))

@@ -13,7 +13,8 @@ RULES = {
                "A DistributedSampler shuffles with a seed plus the epoch it was last told. Without set_epoch() "
                "its epoch stays 0, so every epoch visits the data in exactly the same order.",
                "Call sampler.set_epoch(epoch) at the start of each epoch, before iterating the loader. "
-               "Conservative: silent when the sampler does not shuffle, when the file has no loop over epochs, "
+               "Conservative: silent when the sampler does not shuffle, when the file has no loop over epochs "
+               "(or one of one epoch: range(1), or a name the file binds once, to 1), "
                "and when any set_epoch() call appears in the file.",
                "05 · Rank-aware training; 06 · Why DDP is correct"),
     "DDP003": ("shuffle-with-sampler", "shuffle=True next to a sampler: DataLoader refuses the pair",
@@ -79,7 +80,7 @@ def rule_sampler_without_set_epoch(m):
 
     Error: a wrong result: every epoch visits the data in the same order.
     """
-    if all(runs_once(loop) for loop in m.epoch_loops()):
+    if all(runs_once(loop, m) for loop in m.epoch_loops()):
         return  # (no epoch loop, or only `for epoch in range(1)`: one epoch, whose order set_epoch never changes)
     told, looping = None, None  # with some set_epoch: the samplers it reaches by name, the scopes with epochs
     if "set_epoch" in m.call_names:
@@ -96,7 +97,7 @@ def rule_sampler_without_set_epoch(m):
             if not calls:
                 return  # a set_epoch the doctor cannot follow (loader.sampler, a helper): it may reach any sampler
             told.update(calls)  # (every sampler bound to that name there: a name may be bound again)
-        looping = {m.scope(loop) for loop in m.epoch_loops() if not runs_once(loop)}
+        looping = {m.scope(loop) for loop in m.epoch_loops() if not runs_once(loop, m)}
     evalish = re.compile(r"val|test|eval", re.I)
     for call in distributed_samplers(m):
         data = call.args[0] if call.args else keyword(call, "dataset")
@@ -106,15 +107,37 @@ def rule_sampler_without_set_epoch(m):
             yield call, "DDP002", ""
 
 
-def runs_once(loop):
-    """`for epoch in range(1)` (or range(0, 1)): a loop of one epoch, written as a number."""
+def runs_once(loop, m=None):
+    """`for epoch in range(1)` (or range(0, 1)): a loop of one epoch, written as a number, or as a name that the
+    file binds once, to 1 (`max_epoch = 1` ... `range(max_epoch)`)."""
     it = loop.iter
     if not (isinstance(it, ast.Call) and last_name(it) == "range" and it.args and not it.keywords):
         return False
     if len(it.args) == 1:
-        return is_const(it.args[0], 1) or is_const(it.args[0], 0)
+        count = it.args[0]
+        if isinstance(count, ast.Name) and m is not None:
+            count = bound_once(m, count.id)
+        return is_const(count, 1) or is_const(count, 0)
     bounds = [a.value for a in it.args if isinstance(a, ast.Constant) and type(a.value) is int]
     return len(it.args) == len(bounds) == 2 and bounds[1] - bounds[0] <= 1
+
+
+def bound_once(m, name):
+    """The value of a name that the file binds exactly once, by a plain assignment (not a loop, a parameter,
+    an import, `+=`, `global` in a function that rebinds it); None otherwise."""
+    if not hasattr(m, "_bindings"):
+        m._bindings = {}
+        for node in m.of_type(ast.Name):
+            if isinstance(node.ctx, ast.Store):
+                parent = m.parent.get(node)
+                value = parent.value if isinstance(parent, ast.Assign) and node in parent.targets else None
+                m._bindings.setdefault(node.id, []).append(value)
+        for node in m.of_type(ast.arg):
+            m._bindings.setdefault(node.arg, []).append(None)
+        for node in m.of_type(ast.alias):
+            m._bindings.setdefault((node.asname or node.name).partition(".")[0], []).append(None)
+    values = m._bindings.get(name, [])
+    return values[0] if len(values) == 1 else None
 
 
 def rule_shuffle_with_sampler(m):
@@ -181,7 +204,10 @@ def rule_padded_evaluation(m):
     evalish = re.compile(r"val|test|eval|valid", re.I)
     for call in distributed_samplers(m):
         data = call.args[0] if call.args else keyword(call, "dataset")
-        if data is None or not text_mentions(data, evalish) or is_const(keyword(call, "drop_last"), True):
+        if data is None or is_const(keyword(call, "drop_last"), True):
+            continue
+        sites = [call] if text_mentions(data, evalish) else helper_calls_on(m, call, data, evalish)
+        if not sites:
             continue
         if any("gather" in name for name in m.call_names | m.folder_call_names):
             continue  # the file, or another file of its folder, gathers results: it may count each index once
@@ -189,7 +215,37 @@ def rule_padded_evaluation(m):
             continue  # the file tests len(dataset) % world itself: it warns, pads or falls back knowingly
         if not any(COMBINES.search(name) for name in m.call_names | m.folder_call_names):
             continue  # nothing is combined over the ranks: each rank's metric is its own shard's, not a padded sum
-        yield call, "DDP018", ""
+        yield from ((site, "DDP018", "") for site in sites)
+
+
+def helper_calls_on(m, call, data, pattern):
+    """The calls of a helper (`def get_sampler(dataset): return DistributedSampler(dataset)`) that pass it, for the
+    parameter the sampler gets, a dataset whose name matches pattern (`get_sampler(test_dataset)`): the sampler
+    each such call builds is over that set."""
+    fn = m.scope(call)
+    if not (isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(data, ast.Name)):
+        return []
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    if data.id not in params or any(name == data.id for name, _ in m.assignments(fn)):
+        return []
+    found = []
+    for site in m.named_calls(fn.name):
+        passed = passed_as(site, params, data.id)
+        if passed is not None and text_mentions(passed, pattern) and used(m, site):
+            found.append(site)
+    return found
+
+
+def used(m, call):
+    """Whether what a call returns is used: passed on directly, or bound to a name that some line of its function
+    reads other than in a comparison (`if val_loader is not None: pass` evaluates nothing)."""
+    parent = m.parent.get(call)
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1):
+        return True
+    name = dotted(parent.targets[0])
+    return any(dotted(n) == name and isinstance(getattr(n, "ctx", None), ast.Load) and
+               not isinstance(m.parent.get(n), ast.Compare) for n in m.scope_nodes(m.scope(call))
+               if isinstance(n, (ast.Name, ast.Attribute)))
 
 
 COMBINES = re.compile(r"reduce|dist_sum|sum_over|all_sum", re.I)  # calls that combine values over the ranks
@@ -211,8 +267,10 @@ TORCH_SEEDS = ("torch.manual_seed", "torch.random.manual_seed")
 
 def random_augmentation(m):
     """Whether random augmentation is in sight: a torchvision-style Random* transform called in the file or its
-    folder, or a random draw (torch.rand, random.random, np.random.randint, x.uniform_ ...) in a __getitem__."""
-    if any(RANDOM_TRANSFORM.match(name) for name in m.call_names | m.folder_call_names):
+    folder (not RandomSampler, which orders the samples and augments nothing), or a random draw (torch.rand,
+    random.random, np.random.randint, x.uniform_ ...) in a __getitem__."""
+    if any(RANDOM_TRANSFORM.match(name) and not name.endswith("Sampler")
+           for name in m.call_names | m.folder_call_names):
         return True
     return any(isinstance(n, ast.Call) and last_name(n) in DRAWS
                for fn in m.functions.get("__getitem__", []) for n in walk(fn))

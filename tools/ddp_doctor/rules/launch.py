@@ -23,7 +23,9 @@ RULES = {
                "from where the first machine stopped (8, 9, ...), so cuda:RANK names a GPU that does not exist "
                "('invalid device ordinal'). The device index on a machine is the local rank.",
                "local_rank = int(os.environ['LOCAL_RANK']); torch.cuda.set_device(local_rank). Conservative: "
-               "only a name assigned from get_rank() / RANK in the same function, or the call itself, used "
+               "only a name assigned from get_rank() / RANK in the same function, by the assignment that reaches "
+               "the use (not the other branches of an if/elif chain that set it from a local rank), or the "
+               "call itself, used "
                "directly as a device index (set_device, torch.accelerator.set_device_index(i), "
                "torch.device('cuda', i), f'cuda:{i}', .cuda(i), "
                "device_ids=[i], .to(i)).",
@@ -53,9 +55,16 @@ RULES = {
 }
 
 
-def is_global_rank(node, global_ranks):
-    """The global rank itself: a name bound to it in this scope, or the call that reads it."""
-    return (isinstance(node, ast.Name) and node.id in global_ranks) or is_global_rank_expr(node)
+def is_global_rank(m, node, global_ranks):
+    """The global rank itself: the call that reads it, or a name bound to it in this scope by an assignment that
+    reaches node (`local_rank = dist.get_rank()` in one branch of an if/elif chain does not reach the uses in
+    the branches that set `local_rank = hvd.local_rank()` or `int(os.environ["LOCAL_RANK"])`)."""
+    if is_global_rank_expr(node):
+        return True
+    if not (isinstance(node, ast.Name) and node.id in global_ranks):
+        return False
+    reaching = m.reaching_values(node.id, node)
+    return reaching is None or any(is_global_rank_expr(v) for v in reaching)
 
 
 DEVICE_CALLS = {"set_device", "set_device_index", "device", "cuda", "to"}  # the last names device_indices reads
@@ -91,7 +100,7 @@ def rule_global_rank_as_device(m):
         if call not in named and not call.keywords:
             continue  # no device call and no device_ids=: nothing to read (most calls; no function call made)
         for index in device_indices(call):
-            if is_global_rank(index, m.bound_to(m.scope(call), is_global_rank_expr)):
+            if is_global_rank(m, index, m.bound_to(m.scope(call), is_global_rank_expr)):
                 yield index, "DDP001", unparse(index)
     cuda_prefixes = {m.parent.get(n) for text, found in m.strings().items() if text.endswith("cuda:")
                      for n in found}  # the f-strings with a "cuda:" part
@@ -101,7 +110,7 @@ def rule_global_rank_as_device(m):
         for before, value in zip(node.values, node.values[1:]):
             if isinstance(before, ast.Constant) and str(before.value).endswith("cuda:") and \
                     isinstance(value, ast.FormattedValue) and \
-                    is_global_rank(value.value, m.bound_to(m.scope(node), is_global_rank_expr)):
+                    is_global_rank(m, value.value, m.bound_to(m.scope(node), is_global_rank_expr)):
                 yield value.value, "DDP001", unparse(value.value)
 
 

@@ -5,17 +5,26 @@ code -> (name, message, why, fix, lesson)."""
 
 import ast
 
-from ..program import COLLECTIVES, calls_in, dotted, is_rank_test, last_name, names_in, unparse, walk
+from ..program import COLLECTIVES, calls_in, dotted, is_const, is_rank_test, keyword, last_name, names_in, unparse, walk
 
 RULES = {
     "DDP011": ("collective-in-rank-branch", "{detail} inside a branch that only some ranks take: the others "
                "never join it (the classic hang)",
                "A collective (all_reduce, barrier, broadcast, ...) completes only when every rank calls it, "
-               "and a forward pass through the DDP model can start one. Under `if rank == 0:` rank 0 waits "
-               "for ranks that never come, until the timeout ends the job.",
+               "and a forward pass through the DDP model starts one when the model has buffers: DDP "
+               "broadcasts them from rank 0 before each forward (DDP._pre_forward, when "
+               "will_sync_module_buffers(): broadcast_buffers and at least one buffer, in "
+               "torch/nn/parallel/distributed.py). Under `if rank == 0:` rank 0 waits for ranks that never "
+               "come, until the timeout ends the job.",
                "Call the collective on every rank, outside the branch, and keep only the rank-0 work (print, "
-               "save) inside it. Checked: dist collectives, the DDP model's forward, and functions of the "
-               "same file that call them; silent when the other branch calls a collective too.",
+               "save) inside it; evaluate on rank 0 through ddp_model.module. Checked: dist collectives, "
+               "functions of the same file that call them, and the DDP model's forward when the doctor sees "
+               "buffers in the model (BatchNorm, SyncBatchNorm, a tracking InstanceNorm, register_buffer, a "
+               "torchvision model with BatchNorm, in a class of the file or its folder) and broadcast_buffers is "
+               "not False. A model without buffers (Embedding, LSTM, Linear, LayerNorm) runs no collective "
+               "in forward; a model the doctor cannot see into (a parameter, a factory) is left alone, "
+               "precision first. Silent when the other branch calls a collective too, and for a test that every "
+               "rank of a distributed run passes alike (`local_rank >= 0`, `rank != -1`, `world_size > 1`).",
                "05 · Rank-aware training; 09 · Debugging"),
     "DDP015": ("no-sync-around-backward-only", "no_sync() around backward() only: the forward pass must be "
                "inside it too",
@@ -51,7 +60,9 @@ def rule_collective_in_rank_branch(m):
         elif isinstance(call.func, ast.Name) and name in m.collective_functions:
             what = f"{name}(), which calls a collective,"
         elif dotted(call.func) in m.ddp_names(scope, before=call):
-            what = f"a forward pass through the DDP model {dotted(call.func)}"
+            if not broadcasts_buffers(m, m.ddp_names(scope)[dotted(call.func)], scope):
+                continue  # a DDP forward with no buffers to broadcast is no collective
+            what = f"a forward pass through the DDP model {dotted(call.func)}, which broadcasts its buffers,"
         else:
             continue
         exit_before = m.after_rank_exit(call)
@@ -75,6 +86,21 @@ def rule_collective_in_rank_branch(m):
                 if not other_side_syncs[key] and not complement_syncs(m, branch, name):
                     yield call, "DDP011", what  # (the other ranks call one too, here or in a twin `if`: no finding)
                 break
+
+
+def broadcasts_buffers(m, wrap, scope):
+    """Whether a DDP(...) call makes a model whose forward broadcasts buffers from rank 0: broadcast_buffers is
+    not False, and the doctor can see buffers in the module it wraps (BatchNorm, register_buffer, a torchvision
+    model with BatchNorm, a class of the file or folder that builds one). Embedding, LSTM, Linear and LayerNorm
+    have none; a module the doctor cannot see into (a parameter, a factory) counts as none: silence."""
+    if is_const(keyword(wrap, "broadcast_buffers"), False):
+        return False
+    if not hasattr(m, "_broadcasts"):
+        m._broadcasts = {}  # DDP(...) call -> answer, read once per wrap (many forwards share one)
+    if wrap not in m._broadcasts:
+        module = wrap.args[0] if wrap.args else keyword(wrap, "module")
+        m._broadcasts[wrap] = m.has_buffers(module, scope)
+    return m._broadcasts[wrap]
 
 
 def complementary(a, b):
