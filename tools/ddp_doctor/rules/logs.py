@@ -7,7 +7,10 @@ import ast
 import re
 
 from ..program import (
+    RANKISH,
+    asks_how_launched,
     calls_in,
+    dotted,
     is_batch_loop,
     keyword,
     last_name,
@@ -46,19 +49,53 @@ def rule_unguarded_log(m):
     loaders = set()
     for scope in [None, *[d for defs in m.functions.values() for d in defs]]:
         loaders |= set(m.bound_to(scope, lambda v: isinstance(v, ast.Call) and last_name(v) == "DataLoader"))
-    for call in m.log_calls:
-        if m.guarded(call) or m.mentions_rank(call) or \
-                text_mentions(call, re.compile(r"device|gpu|hostname|pid|node", re.I)):
+    for call in m.log_calls:  # the cheap question first: many log calls are in no loop
+        if not in_epoch_or_batch_loop(m, call, loaders):
+            continue
+        if m.guarded(call) or says_which_process(call, m.rank_aliases):
             continue  # guarded, or a line that says which process it comes from
         file = keyword(call, "file")
         if file is not None and "stderr" in unparse(file):
             continue
-        for a in m.ancestors(call):
-            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                break
-            if isinstance(a, (ast.For, ast.AsyncFor)) and (m.is_epoch_loop(a) or is_batch_loop(a, loaders)):
-                yield call, "DDP006", ""  # in a loop over epochs or batches
-                break
+        yield call, "DDP006", ""
+
+
+def in_epoch_or_batch_loop(m, node, loaders):
+    """Whether node sits in a loop over epochs or batches of its own function."""
+    for a in m.ancestors(node):
+        if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        if isinstance(a, (ast.For, ast.AsyncFor)) and (m.is_epoch_loop(a) or is_batch_loop(a, loaders)):
+            return True
+    return False
+
+
+PROCESSISH = re.compile(r"device|gpu|hostname|pid|node", re.I)
+RANK_OR_PROCESS = re.compile(f"{RANKISH.pattern}|{PROCESSISH.pattern}", re.I)
+
+
+def says_which_process(call, aliases):
+    """m.mentions_rank(call) or text_mentions(call, PROCESSISH), in one walk: a rank-like word or a rank alias
+    (as mentions_rank reads them), or a device, gpu, hostname, pid or node."""
+    if asks_how_launched(call):  # (mentions_rank says no to such a test; the device words still count)
+        return text_mentions(call, PROCESSISH)
+    for n in walk(call):
+        kind = type(n)
+        if kind is ast.Name:
+            word = n.id
+            if word in aliases:
+                return True
+        elif kind is ast.Attribute:
+            word = n.attr
+            if aliases and dotted(n) in aliases:
+                return True
+        elif kind is ast.Constant and type(n.value) is str:
+            word = n.value
+        else:
+            continue
+        if RANK_OR_PROCESS.search(word):
+            return True
+    return False
 
 
 REDUCERS = re.compile(r"reduce|gather|over_ranks|all_|mean_over|average", re.I)
