@@ -197,15 +197,12 @@ def compared_with_constant(node):
 
 def answers(kind, value, samples):
     """The truth of `sample OP value` for each sample; None where a comparison makes no sense (None < 0)."""
-    found = []
-    for sample in samples:
-        a = -1 if sample is NOT_DISTRIBUTED else sample
-        b = tuple(-1 if v is NOT_DISTRIBUTED else v for v in value) if isinstance(value, tuple) else (
-            -1 if value is NOT_DISTRIBUTED else value)
-        if kind in (ast.Lt, ast.LtE, ast.Gt, ast.GtE) and isinstance(b, tuple):
-            return None
-        found.append(bool(_COMPARE[kind](a, b)))
-    return found
+    b = tuple(-1 if v is NOT_DISTRIBUTED else v for v in value) if isinstance(value, tuple) else (
+        -1 if value is NOT_DISTRIBUTED else value)
+    if samples and kind in (ast.Lt, ast.LtE, ast.Gt, ast.GtE) and isinstance(b, tuple):
+        return None
+    compare = _COMPARE[kind]
+    return [bool(compare(-1 if sample is NOT_DISTRIBUTED else sample, b)) for sample in samples]
 
 
 def distributed_polarity(node):
@@ -379,11 +376,12 @@ class Module:
         self.folder_buffered_classes = getattr(folder, "buffered_classes", frozenset())  # classes with buffers
         self.tree = tree
         self._assignments, self._bound, self._guarded = {}, {}, {}
-        self.parent, self.nodes, self.scope_of, self._scope_nodes = {}, [], {}, {}
+        self.parent, self.scope_of, self._scope_nodes = {}, {}, {}
+        self._loops = []  # the loops of the file (for, async for, while), in the order of the walk
         self._statements = {tree: []}  # scope -> its statements, in the order of its nodes
         self.position = {}  # statement -> (field of its parent that holds it, index there)
         self._first_exit = {}  # (block, field) -> index of the first `if <rank test>: return` there
-        self.by_type = {}  # node type -> its nodes, in the order of self.nodes
+        self.by_type = {}  # node type -> its nodes, in the order of the walk
         self._index(tree)
         self.functions = {}  # name -> [FunctionDef] (methods too, by their name)
         for node in self.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
@@ -411,13 +409,13 @@ class Module:
         self.collective_functions = self._collective_functions()
 
     def _index(self, tree):
-        """One walk over the file: every node (self.nodes, self.by_type), its parent, the function it belongs to
-        (scope_of, absent at module level), the statements of each scope, and where each statement sits in its
-        block. The walk is depth first, with a stack; a scope's end is a (scope, statements) entry on the stack,
-        which gives back the scope around it. (The one loop over every node: written for speed.)"""
+        """One walk over the file: every node by type (self.by_type), its parent, the function it belongs to
+        (scope_of, absent at module level), the statements of each scope, where each statement sits in its
+        block, and the loops. The walk is depth first, with a stack; a scope's end is a (scope, statements) entry
+        on the stack, which gives back the scope around it. (The one loop over every node: written for speed.)"""
         parent, scope_of, position = self.parent, self.scope_of, self.position
         by_type = defaultdict(list)
-        add, todo = self.nodes.append, [tree]
+        todo, add_loop = [tree], self._loops.append
         push, pop = todo.append, todo.pop
         scope, statements = None, self._statements[tree]
         while todo:
@@ -426,12 +424,13 @@ class Module:
             if kind is tuple:
                 scope, statements = node
                 continue
-            add(node)
             by_type[kind].append(node)
             if kind in SCOPE_TYPES:
                 push((scope, statements))  # popped after the nodes of this scope
                 scope, statements = node, []
                 self._statements[node] = statements
+            elif kind in LOOPS:
+                add_loop(node)
             for field, may_hold_none in _LAYOUT[kind]:  # ast's order
                 value = getattr(node, field)
                 if type(value) is not list:
@@ -531,12 +530,14 @@ class Module:
         return found
 
     def of_type(self, *kinds, ordered=False):
-        """The nodes of these types: type by type, or (ordered) in the order of self.nodes."""
+        """The nodes of these types: type by type, or (ordered: loops only) in the order of the walk."""
         if len(kinds) == 1:
             return self.by_type.get(kinds[0], [])
         if ordered:
             wanted = set(kinds)
-            return [n for n in (self.loops() if wanted <= LOOPS else self.nodes) if type(n) in wanted]
+            if not wanted <= LOOPS:
+                raise ValueError("of_type(..., ordered=True) is for loops only")
+            return [n for n in self._loops if type(n) in wanted]
         return [n for kind in kinds for n in self.by_type.get(kind, [])]
 
     def strings(self):
@@ -547,12 +548,6 @@ class Module:
                 if type(n.value) is str:
                     self._strings.setdefault(n.value, []).append(n)
         return self._strings
-
-    def loops(self):
-        """The loops of the file (for, async for, while), in the order of self.nodes: found once."""
-        if not hasattr(self, "_loops"):
-            self._loops = [n for n in self.nodes if type(n) in LOOPS]
-        return self._loops
 
     def named_calls(self, *names):
         """The calls of functions with these last names (torch.save(...) is named 'save'), name by name."""
@@ -602,7 +597,7 @@ class Module:
 
     def scope_nodes(self, scope):
         """Nodes of one function (or of the module), not of the functions inside it (those functions themselves
-        are), in the order of self.nodes' parents: computed once per scope, when a rule asks."""
+        are), in the order of the walk's parents: computed once per scope, when a rule asks."""
         root = scope or self.tree
         if root not in self._scope_nodes:
             found, todo = [], [root]
