@@ -461,3 +461,21 @@ def test_a_folder_shows_the_buffers_that_make_a_ddp_forward_a_collective(tmp_pat
     (tmp_path / "models.py").write_text(models.replace("nn.BatchNorm2d(3)", "nn.LayerNorm(3)"))
     no_buffers = doctor("--format", "json", tmp_path)
     assert json.loads(no_buffers.stdout)["findings"] == [], no_buffers.stdout
+
+
+def test_a_folder_shows_the_rank_tests_that_its_helpers_define(tmp_path):
+    """DDP011 in a folder run: `is_leader()` and `args.rank` are rank tests because another file of the folder
+    says so (`return get_rank() == 0`, `args.rank = int(os.environ["RANK"])`): silent for train.py alone (no
+    name is taken for a rank by its spelling), two findings for the folder."""
+    (tmp_path / "train.py").write_text(
+        "import torch.distributed as dist\nimport utils\n\n\ndef main(args):\n    utils.setup(args)\n"
+        "    if utils.is_leader():\n        dist.barrier()\n    if args.rank == 0:\n        dist.barrier()\n")
+    alone = doctor("--format", "json", tmp_path / "train.py")
+    assert json.loads(alone.stdout)["findings"] == [], alone.stdout
+    (tmp_path / "utils.py").write_text(
+        "import os\n\nimport torch.distributed as dist\n\n\ndef is_leader():\n    \"\"\"Rank 0.\"\"\"\n"
+        "    return dist.get_rank() == 0\n\n\ndef setup(args):\n    args.rank = int(os.environ[\"RANK\"])\n"
+        "    dist.init_process_group('gloo')\n")
+    folder = doctor("--format", "json", tmp_path)
+    assert [(f["path"].rpartition("/")[2], f["line"], f["code"]) for f in json.loads(folder.stdout)["findings"]] == [
+        ("train.py", 8, "DDP011"), ("train.py", 10, "DDP011")], folder.stdout

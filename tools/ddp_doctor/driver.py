@@ -243,6 +243,10 @@ def check_file(path, errors=None, folder=None):
 
 
 CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+RANK_READ = r"(?:get_(?:node_)?(?:local_)?rank\(\)|[\"'](?:RANK|LOCAL_RANK|SLURM_PROCID|SLURM_LOCALID)[\"'])"
+RANK_ATTRIBUTE = re.compile(r"\.(\w+)[ \t]*=[^=\n][^\n]*" + RANK_READ)
+RANK_TEST_FUNCTION = re.compile(r"^def[ \t]+(\w+)\(\)[^\n]*:[ \t]*\n(?:[ \t]+(?:\"\"\"[^\n]*\"\"\"|#[^\n]*)?\n)*"
+                                r"[ \t]+return[ \t]+[^\n]*" + RANK_READ + r"[ \t]*(?:==|!=)[ \t]*0\b", re.M)
 
 
 def folder_facts(paths):
@@ -253,7 +257,7 @@ def folder_facts(paths):
     for root in paths:
         if root.is_dir():
             files = list(files_under([root]))
-            names, classes = set(), {}
+            names, classes, rank_attributes, rank_tests = set(), {}, set(), set()
             for path in files:
                 if path.suffix == ".py":
                     try:
@@ -261,9 +265,12 @@ def folder_facts(paths):
                     except OSError:
                         continue
                     names.update(CALLED.findall(text))
+                    rank_attributes.update(RANK_ATTRIBUTE.findall(text))
+                    rank_tests.update(RANK_TEST_FUNCTION.findall(text))
                     classes.update(class_bodies(text))
             shared = FolderFacts(names)
             shared.buffered_classes = buffered_classes(classes)
+            shared.rank_attributes, shared.rank_test_functions = frozenset(rank_attributes), frozenset(rank_tests)
             facts.update((path, shared) for path in files)
     return facts
 
@@ -272,6 +279,8 @@ class FolderFacts(frozenset):
     """The names a folder's Python files call, with what else the folder says: buffered_classes, the classes
     of its files whose modules hold buffers (BatchNorm, register_buffer), which DDP broadcasts in forward."""
     buffered_classes = frozenset()
+    rank_attributes = frozenset()  # attributes a file of the folder sets from a rank: `args.rank = get_rank()`
+    rank_test_functions = frozenset()  # helpers that return a rank test: `def is_main_process(): return ...`
 
 
 CLASS_LINE = re.compile(r"^class\s+([A-Za-z_]\w*)[^\n]*:", re.M)

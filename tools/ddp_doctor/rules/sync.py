@@ -5,7 +5,7 @@ code -> (name, message, why, fix, lesson)."""
 
 import ast
 
-from ..program import COLLECTIVES, calls_in, dotted, is_const, is_rank_test, keyword, last_name, names_in, unparse, walk
+from ..program import COLLECTIVES, calls_in, dotted, is_const, keyword, last_name, names_in, unparse, walk
 
 RULES = {
     "DDP011": ("collective-in-rank-branch", "{detail} inside a branch that only some ranks take: the others "
@@ -68,13 +68,13 @@ def rule_collective_in_rank_branch(m):
         loop_vars = {dotted(a.target) for a in m.ancestors(call) if isinstance(a, (ast.For, ast.AsyncFor))} - {""}
         exit_before = m.after_rank_exit(call)
         if exit_before is not None and not any(
-                isinstance(b, ast.If) and is_rank_test(b.test, m.rank_aliases) for b, _ in m.enclosing_ifs(call)):
+                isinstance(b, ast.If) and m.rank_test(b.test) for b, _ in m.enclosing_ifs(call)):
             yield call, "DDP011", what  # after `if rank != 0: return`: the ranks that returned never call it
             continue
         for branch, in_body in m.enclosing_ifs(call):
-            if isinstance(branch, ast.If) and is_rank_test(branch.test, m.rank_aliases):
+            if isinstance(branch, ast.If) and m.rank_test(branch.test):
                 if any(names_in(c) & loop_vars for c in walk(branch.test)
-                       if isinstance(c, ast.Compare) and is_rank_test(c, m.rank_aliases)):
+                       if isinstance(c, ast.Compare) and m.rank_test(c)):
                     break  # `for rank in range(world_size): if rank == me:` every rank takes it in turn
                 key = (branch, in_body)
                 if key not in other_side_syncs:  # read each branch's other side once
