@@ -12,7 +12,7 @@ import sys
 import time
 import tokenize
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from .program import Module
@@ -85,6 +85,7 @@ def check_source(source, path, line_map=None, tree=None, errors=None, folder=Non
             c, line = place(line)
             return [Finding(path, line, col, "DDP000", message("DDP000", detail), c)]
     lines = source.splitlines()
+    can_quiet = "ddp-doctor" in source  # an ignore comment names the doctor (most files have none)
     module = Module(tree, folder)
     findings, seen = [], set()
     for rule in RULE_FUNCTIONS:
@@ -100,14 +101,19 @@ def check_source(source, path, line_map=None, tree=None, errors=None, folder=Non
             if key in seen:
                 continue
             seen.add(key)
-            stmt = module.statement(node)
-            above = lines[stmt.lineno - 2] if 1 < stmt.lineno <= len(lines) + 1 else ""
-            quiet = suppressed_codes(line_at(lines, node.lineno)) | suppressed_codes(line_at(lines, stmt.lineno)) | (
-                suppressed_codes(above) if above.lstrip().startswith("#") else set())
+            quiet = quiet_codes(lines, node.lineno, module.statement(node).lineno) if can_quiet else set()
             c, line = place(node.lineno)
             findings.append(Finding(path, line, node.col_offset + 1, code, message(code, detail), c,
                                     suppressed=code in quiet))
     return findings
+
+
+def quiet_codes(lines, line, statement_line):
+    """The codes an ignore comment silences for a finding: on its line, on its statement's first line, or on
+    a comment line just above that statement."""
+    above = lines[statement_line - 2] if 1 < statement_line <= len(lines) + 1 else ""
+    return suppressed_codes(line_at(lines, line)) | suppressed_codes(line_at(lines, statement_line)) | (
+        suppressed_codes(above) if above.lstrip().startswith("#") else set())
 
 
 def line_at(lines, number):
@@ -512,14 +518,18 @@ def main(argv=None):
     except UsageError as error:
         args.error(str(error))
     findings, internal, not_selected = [], [], 0
-    for path, selected in zip(files, selections):
+    for path, selection in zip(files, selections):
+        selected = {}  # code -> whether this file's selection reports it: asked once per code
         errors = []
         try:
             found = check_file(path, errors, folders.get(path))
         except Exception as error:  # a bug in the doctor, outside any one rule: name the file, go on
             found, errors = [], [f"{type(error).__name__}: {error}"]
         internal += [(str(path), e) for e in errors]
-        kept = [f for f in found if selected(f.code)]
+        for f in found:
+            if f.code not in selected:
+                selected[f.code] = selection(f.code)
+        kept = [f for f in found if selected[f.code]]
         not_selected += sum(not f.suppressed for f in found) - sum(not f.suppressed for f in kept)
         findings += sorted(kept, key=lambda f: (f.cell or 0, f.line, f.col))
     seconds = time.perf_counter() - started
@@ -528,7 +538,7 @@ def main(argv=None):
     summary = dict(files=len(files), findings=len(active), suppressed=len(findings) - len(active),
                    not_selected=not_selected, **levels, internal_errors=len(internal), seconds=round(seconds, 3))
     if args.format == "json":
-        print(json.dumps(dict(findings=[asdict(f) for f in findings], summary=summary,
+        print(json.dumps(dict(findings=[vars(f) for f in findings], summary=summary,
                               internal_errors=[dict(path=p, error=e) for p, e in internal]), indent=1))
     else:
         for f in findings:

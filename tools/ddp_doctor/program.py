@@ -3,7 +3,7 @@
 
 import ast
 import re
-from collections import deque
+from collections import defaultdict
 
 COLLECTIVES = {"all_reduce", "barrier", "broadcast", "all_gather", "all_gather_into_tensor", "all_gather_object",
                "reduce", "gather", "gather_object", "scatter", "scatter_object_list", "reduce_scatter",
@@ -12,6 +12,8 @@ COLLECTIVES = {"all_reduce", "barrier", "broadcast", "all_gather", "all_gather_i
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 SCOPE_TYPES = frozenset(SCOPES)
 BLOCKS = frozenset({"body", "orelse", "finalbody"})  # the fields that hold lists of statements
+LOOPS = frozenset({ast.For, ast.AsyncFor, ast.While})
+BRANCHES = frozenset({ast.If, ast.IfExp, ast.While})  # the nodes with a test, a body and an orelse
 LOG_NAMES = ("print", "info", "warning", "debug", "error", "log")  # the last names is_log_call accepts
 _CHILD_FIELDS = {}
 
@@ -29,22 +31,33 @@ def child_fields(kind):
 
 NOT_CHILDREN = {"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind", "type_comment",
                 "conversion", "is_async", "simple", "kwd_attrs", "rest", "lineno", "tag", "asname"}
+NULLABLE_LISTS = {(ast.Dict, "keys"), (ast.arguments, "kw_defaults")}  # lists that hold None (`**d`, `*, a`)
+
+
+class Layout(dict):
+    """node type -> ((field, whether it is a list that may hold None), ...) for its child fields, in ast's order:
+    what the walks read for each node, computed once per type."""
+
+    def __missing__(self, kind):
+        self[kind] = tuple((f, (kind, f) in NULLABLE_LISTS) for f in child_fields(kind))
+        return self[kind]
+
+
+_LAYOUT = Layout()
 for _kind in vars(ast).values():  # every node type known now, so that walks look fields up without a miss
     if isinstance(_kind, type) and issubclass(_kind, ast.AST):
-        child_fields(_kind)
+        _LAYOUT[_kind]
 
 
 def walk(node):
     """Every node under node, breadth first, as ast.walk gives them, without the shared context and operator
     objects (see child_fields): the same order, in about half the time, since every rule walks."""
-    todo = deque([node])
-    while todo:
-        node = todo.popleft()
-        kind = type(node)
-        for field in _CHILD_FIELDS[kind] if kind in _CHILD_FIELDS else child_fields(kind):
+    todo = [node]
+    for node in todo:  # a list read while it grows: breadth first, without a deque
+        for field, may_hold_none in _LAYOUT[type(node)]:
             value = getattr(node, field, None)
             if type(value) is list:
-                todo.extend(v for v in value if isinstance(v, ast.AST))
+                todo.extend([v for v in value if v is not None] if may_hold_none else value)
             elif value is not None:
                 todo.append(value)
         yield node
@@ -68,11 +81,12 @@ def dotted(node):
 
 def last_name(node):
     """The last part of a call's function: 'save' for torch.save, 'DDP' for DDP."""
-    if isinstance(node, ast.Call):
+    if type(node) is ast.Call:
         node = node.func
-    if isinstance(node, ast.Attribute):
+    kind = type(node)
+    if kind is ast.Attribute:
         return node.attr
-    if isinstance(node, ast.Name):
+    if kind is ast.Name:
         return node.id
     return ""
 
@@ -96,9 +110,16 @@ def names_in(node):
 def text_mentions(node, pattern):
     """Whether a name, attribute or string constant inside node matches pattern."""
     for n in walk(node):
-        word = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else (
-            n.value if isinstance(n, ast.Constant) and isinstance(n.value, str) else None)
-        if word is not None and pattern.search(word):
+        kind = type(n)
+        if kind is ast.Name:
+            word = n.id
+        elif kind is ast.Attribute:
+            word = n.attr
+        elif kind is ast.Constant and type(n.value) is str:
+            word = n.value
+        else:
+            continue
+        if pattern.search(word):
             return True
     return False
 
@@ -106,6 +127,7 @@ def text_mentions(node, pattern):
 RANK_CALL = re.compile(r"^get_(node_)?(local_)?rank$")
 RANK_ENV = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
             "PMI_RANK", "MV2_COMM_WORLD_RANK")
+RANK_VARIABLES = frozenset({"RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID"})  # environment variables
 RANKISH = re.compile(r"rank|is_main|main_process|is_master|master_process", re.I)
 
 
@@ -270,8 +292,23 @@ def mentions_rank(node, aliases=frozenset()):
     rank-like name or by a name the file assigned from a rank (aliases: self.gpu_id = LOCAL_RANK ...)."""
     if asks_how_launched(node):
         return False
-    return text_mentions(node, RANKISH) or any(dotted(n) in aliases for n in walk(node)
-                                                 if isinstance(n, (ast.Name, ast.Attribute)))
+    for n in walk(node):  # one walk for both questions, as text_mentions reads words
+        kind = type(n)
+        if kind is ast.Name:
+            word = n.id
+            if word in aliases:
+                return True
+        elif kind is ast.Attribute:
+            word = n.attr
+            if aliases and dotted(n) in aliases:
+                return True
+        elif kind is ast.Constant and type(n.value) is str:
+            word = n.value
+        else:
+            continue
+        if RANKISH.search(word):
+            return True
+    return False
 
 
 def unparse(node):
@@ -289,7 +326,7 @@ def unparse(node):
 def is_any_rank_expr(node):
     """An expression that reads a rank: get_rank(), get_node_local_rank(), RANK / LOCAL_RANK from the environment."""
     return any((isinstance(n, ast.Call) and re.search(r"get_(node_)?(local_)?rank", last_name(n))) or
-               (isinstance(n, ast.Constant) and n.value in ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID"))
+               (isinstance(n, ast.Constant) and n.value in RANK_VARIABLES)
                for n in walk(node))
 
 
@@ -345,44 +382,20 @@ class Module:
         self.folder_buffered_classes = getattr(folder, "buffered_classes", frozenset())  # classes with buffers
         self.tree = tree
         self._assignments, self._bound, self._guarded = {}, {}, {}
-        self.parent, self.nodes, self.scope_of, self._scope_nodes = {}, [], {}, {tree: []}
+        self.parent, self.nodes, self.scope_of, self._scope_nodes = {}, [], {}, {}
+        self._statements = {tree: []}  # scope -> its statements, in the order of its nodes
         self.position = {}  # statement -> (field of its parent that holds it, index there)
         self._first_exit = {}  # (block, field) -> index of the first `if <rank test>: return` there
         self.by_type = {}  # node type -> its nodes, in the order of self.nodes
-        nodes, parent, scope_of, position, by_type = self.nodes, self.parent, self.scope_of, self.position, self.by_type
-        todo = [(tree, None)]  # one walk: every node, its parent, and the function it belongs to
-        while todo:
-            node, scope = todo.pop()
-            nodes.append(node)
-            kind = type(node)
-            by_type.setdefault(kind, []).append(node)
-            inner = node if kind in SCOPE_TYPES else scope
-            if inner is node:
-                self._scope_nodes[node] = []
-            here = self._scope_nodes[inner or tree]
-            for field in _CHILD_FIELDS[kind] if kind in _CHILD_FIELDS else child_fields(kind):  # ast's order
-                value = getattr(node, field, None)
-                if type(value) is list:
-                    for index, child in enumerate(value):
-                        if isinstance(child, ast.AST):
-                            parent[child] = node
-                            scope_of[child] = inner
-                            here.append(child)
-                            todo.append((child, inner))
-                            if field in BLOCKS:
-                                position[child] = (field, index)
-                elif value is not None:
-                    parent[value] = node
-                    scope_of[value] = inner
-                    here.append(value)
-                    todo.append((value, inner))
+        self._index(tree)
         self.functions = {}  # name -> [FunctionDef] (methods too, by their name)
         for node in self.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
             self.functions.setdefault(node.name, []).append(node)
         self.calls = self.of_type(ast.Call)
-        self.calls_named = {}  # last name of the function called -> its calls ('save' for torch.save(...))
+        named = defaultdict(list)  # last name of the function called -> its calls ('save' for torch.save(...))
         for call in self.calls:
-            self.calls_named.setdefault(last_name(call), []).append(call)
+            named[last_name(call)].append(call)
+        self.calls_named = dict(named)
         self.call_names = set(self.calls_named)
         self.log_calls = [c for c in self.named_calls(*LOG_NAMES) if is_log_call(c)]  # print(), logger.info() ...
         self.uses_ddp = bool(self.call_names & {"DistributedDataParallel", "DDP"})
@@ -399,6 +412,53 @@ class Module:
         self.distributed_flags = self._distributed_flags()
         self.unguarded_functions = self._unguarded_functions()
         self.collective_functions = self._collective_functions()
+
+    def _index(self, tree):
+        """One walk over the file: every node (self.nodes, self.by_type), its parent, the function it belongs to
+        (scope_of, absent at module level), the statements of each scope, and where each statement sits in its
+        block. The walk is depth first, with a stack; a scope's end is a (scope, statements) entry on the stack,
+        which gives back the scope around it. (The one loop over every node: written for speed.)"""
+        parent, scope_of, position = self.parent, self.scope_of, self.position
+        by_type = defaultdict(list)
+        add, todo = self.nodes.append, [tree]
+        push, pop = todo.append, todo.pop
+        scope, statements = None, self._statements[tree]
+        while todo:
+            node = pop()
+            kind = type(node)
+            if kind is tuple:
+                scope, statements = node
+                continue
+            add(node)
+            by_type[kind].append(node)
+            if kind in SCOPE_TYPES:
+                push((scope, statements))  # popped after the nodes of this scope
+                scope, statements = node, []
+                self._statements[node] = statements
+            for field, may_hold_none in _LAYOUT[kind]:  # ast's order
+                value = getattr(node, field)
+                if type(value) is not list:
+                    if value is not None:
+                        parent[value] = node
+                        if scope is not None:
+                            scope_of[value] = scope
+                        push(value)
+                elif field in BLOCKS:  # statements
+                    for index, child in enumerate(value):
+                        parent[child] = node
+                        if scope is not None:
+                            scope_of[child] = scope
+                        push(child)
+                        position[child] = (field, index)
+                    statements += value
+                else:
+                    for child in value:
+                        if child is not None or not may_hold_none:
+                            parent[child] = node
+                            if scope is not None:
+                                scope_of[child] = scope
+                            push(child)
+        self.by_type.update(by_type)
 
     def _distributed_flags(self):
         """Names that say whether the run is distributed -> True (set when it is) or False (set when it is not):
@@ -591,16 +651,25 @@ class Module:
         """The nodes of these types: type by type, or (ordered) in the order of self.nodes."""
         if len(kinds) == 1:
             return self.by_type.get(kinds[0], [])
-        found = [n for kind in kinds for n in self.by_type.get(kind, [])]
         if ordered:
-            found.sort(key=self.order().__getitem__)
-        return found
+            wanted = set(kinds)
+            return [n for n in (self.loops() if wanted <= LOOPS else self.nodes) if type(n) in wanted]
+        return [n for kind in kinds for n in self.by_type.get(kind, [])]
 
-    def order(self):
-        """node -> its index in self.nodes (computed once, when a rule needs it)."""
-        if not hasattr(self, "_order"):
-            self._order = {node: i for i, node in enumerate(self.nodes)}
-        return self._order
+    def strings(self):
+        """text -> the string constants with that text, found once: what the rules ask of string constants."""
+        if not hasattr(self, "_strings"):
+            self._strings = {}
+            for n in self.of_type(ast.Constant):
+                if type(n.value) is str:
+                    self._strings.setdefault(n.value, []).append(n)
+        return self._strings
+
+    def loops(self):
+        """The loops of the file (for, async for, while), in the order of self.nodes: found once."""
+        if not hasattr(self, "_loops"):
+            self._loops = [n for n in self.nodes if type(n) in LOOPS]
+        return self._loops
 
     def named_calls(self, *names):
         """The calls of functions with these last names (torch.save(...) is named 'save'), name by name."""
@@ -619,17 +688,21 @@ class Module:
         """is_any_rank_expr(node), answered from one pass over the file: the nodes that read a rank and
         everything above them, so that asking for every assigned value is linear."""
         if self._reading_rank is None:
-            self._reading_rank = set()
             sources = [c for name in self.call_names if re.search(r"get_(node_)?(local_)?rank", name)
                        for c in self.calls_named[name]]
-            sources += [n for n in self.of_type(ast.Constant)
-                        if n.value in ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID")]
-            for source in sources:
-                node_up = source
-                while node_up is not None and node_up not in self._reading_rank:
-                    self._reading_rank.add(node_up)
-                    node_up = self.parent.get(node_up)
+            sources += [n for name in RANK_VARIABLES for n in self.strings().get(name, [])]
+            self._reading_rank = self.holders(sources)
         return node in self._reading_rank
+
+    def holders(self, found):
+        """The nodes found and every node above them: `x in m.holders(found)` says whether x holds one of them
+        (as a walk over x would), and asking it for every node is linear."""
+        holding = set()
+        for node in found:
+            while node is not None and node not in holding:
+                holding.add(node)
+                node = self.parent.get(node)
+        return holding
 
     # where a node sits
     def ancestors(self, node):
@@ -645,21 +718,41 @@ class Module:
         return node if isinstance(node, ast.stmt) else next(a for a in self.ancestors(node) if isinstance(a, ast.stmt))
 
     def scope_nodes(self, scope):
-        """Nodes of one function (or of the module), not of the functions inside it."""
-        return self._scope_nodes[scope or self.tree]
+        """Nodes of one function (or of the module), not of the functions inside it (those functions themselves
+        are), in the order of self.nodes' parents: computed once per scope, when a rule asks."""
+        root = scope or self.tree
+        if root not in self._scope_nodes:
+            found, todo = [], [root]
+            while todo:
+                node = todo.pop()
+                for field, _ in _LAYOUT[type(node)]:
+                    value = getattr(node, field)
+                    for child in value if type(value) is list else [value]:
+                        if child is not None:
+                            found.append(child)
+                            if type(child) not in SCOPE_TYPES:
+                                todo.append(child)
+            self._scope_nodes[root] = found
+        return self._scope_nodes[root]
+
+    def statements(self, scope):
+        """The statements of one function (or of the module), not of the functions inside it: the statements
+        of scope_nodes(scope), in their order."""
+        return self._statements[scope or self.tree]
 
     def assignments(self, scope):
         """(target, value) of every assignment in one scope, tuples unpacked (computed once)."""
         root = scope or self.tree
         if root not in self._assignments:
             found = []
-            for node in self.scope_nodes(scope):
+            for node in self.statements(scope):
                 if isinstance(node, ast.Assign):
                     for target in node.targets:
                         found.extend(pairs(target, node.value))
                 elif isinstance(node, ast.AnnAssign) and node.value is not None:
                     found.append((node.target, node.value))
-            self._assignments[root] = [(dotted(t), v) for t, v in found if dotted(t)]
+            named = [(dotted(t), v) for t, v in found]
+            self._assignments[root] = [(name, v) for name, v in named if name]
         return self._assignments[root]
 
     def reaching_values(self, name, node):
@@ -736,10 +829,11 @@ class Module:
         """(if statement, True if node is in its body / False in its orelse) up to the function."""
         child = node
         for a in self.ancestors(node):
-            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            kind = type(a)
+            if kind in SCOPE_TYPES:
                 return
-            if isinstance(a, (ast.If, ast.IfExp, ast.While)) and child is not a.test:
-                yield a, child in (a.body if isinstance(a.body, list) else [a.body])
+            if kind in BRANCHES and child is not a.test:  # (a statement's place says which block holds it)
+                yield a, child is a.body if kind is ast.IfExp else self.position[child][0] == "body"
             child = a
 
     def locally_guarded(self, node):
@@ -756,14 +850,13 @@ class Module:
                 continue  # the side every rank of a distributed run takes
             if self.mentions_rank(branch.test):
                 return True
-        stmt = self.statement(node)
-        for a in [stmt, *self.ancestors(stmt)]:
-            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
-                break
+        a = self.statement(node)
+        while a is not None and type(a) not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module):
             if a in self.position:
                 field, index = self.position[a]
                 if self.first_rank_exit(self.parent[a], field) < index:
                     return True
+            a = self.parent.get(a)
         return False
 
     def first_rank_exit(self, block, field):
@@ -807,14 +900,13 @@ class Module:
         not in the set (nothing to say about it)."""
         decorated = {name for name, defs in self.functions.items()  # @rank_zero_only and the like
                      if any(text_mentions(d, RANKISH) for f in defs for d in f.decorator_list)}
-        unguarded = {a.id for c in self.calls if last_name(c) in ("spawn", "start_processes", "Process")
+        unguarded = {a.id for c in self.named_calls("spawn", "start_processes", "Process")
                      for a in [*c.args, *(k.value for k in c.keywords)]  # mp.spawn(train, ...): every rank
                      if isinstance(a, ast.Name) and a.id in self.functions} - decorated
         calls_from = {}  # name of the calling scope (None: module level) -> calls of this file's functions
-        for call in self.calls:
-            if last_name(call) in self.functions:
-                scope = self.scope(call)
-                calls_from.setdefault(None if scope is None else getattr(scope, "name", ""), []).append(call)
+        for call in self.named_calls(*self.functions):
+            scope = self.scope(call)
+            calls_from.setdefault(None if scope is None else getattr(scope, "name", ""), []).append(call)
         todo = [None, *unguarded]  # a worklist: each caller's calls are read once
         while todo:
             for call in calls_from.get(todo.pop(), []):
@@ -847,15 +939,16 @@ class Module:
 
     def _collective_functions(self):
         """Functions of this file that call a collective, directly or through another such function."""
-        called = {name: [c for d in defs for c in self.scope_nodes(d) if isinstance(c, ast.Call)]
-                  for name, defs in self.functions.items()}
-        found = {name for name, calls in called.items() if any(self.is_collective(c) for c in calls)}
-        callers = {}  # callee name -> names of the functions that call it
-        for name, calls in called.items():
-            for c in calls:  # `self.f()` or `f()`, not `other().f()`: another object's method of the same name
-                if isinstance(c.func, ast.Name) or (isinstance(c.func, ast.Attribute) and
-                                                    isinstance(c.func.value, ast.Name)):
-                    callers.setdefault(last_name(c), set()).add(name)
+        functions = set(self.of_type(ast.FunctionDef, ast.AsyncFunctionDef))
+        found, callers = set(), {}  # callers: callee name -> names of the functions that call it
+        for callee in (self.functions.keys() | COLLECTIVES) & self.calls_named.keys():  # the calls that matter
+            for call in self.calls_named[callee]:
+                scope = self.scope(call)  # `self.f()` or `f()`, not `other().f()`: another object's method
+                if scope in functions and (callee in COLLECTIVES or isinstance(call.func, ast.Name) or (
+                        isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name))):
+                    callers.setdefault(callee, set()).add(scope.name)
+                    if callee in COLLECTIVES and self.is_collective(call):
+                        found.add(scope.name)
         todo = list(found)  # a worklist over the callers: linear in the calls
         while todo:
             for name in callers.get(todo.pop(), ()):
@@ -975,10 +1068,13 @@ def pairs(target, value):
         yield target, value
 
 
+EPOCHISH = re.compile("epoch", re.I)
+
+
 def is_epoch_loop(loop):
-    return text_mentions(loop.target, re.compile("epoch", re.I)) or (
+    return text_mentions(loop.target, EPOCHISH) or (
         isinstance(loop.iter, ast.Call) and last_name(loop.iter) == "range" and
-        text_mentions(loop.iter, re.compile("epoch", re.I)))
+        text_mentions(loop.iter, EPOCHISH))
 
 
 def is_batch_loop(loop, loaders):

@@ -5,6 +5,7 @@ code -> (name, message, why, fix, lesson)."""
 
 import ast
 import re
+from operator import attrgetter
 
 from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions, unparse, walk
 
@@ -169,7 +170,8 @@ def rule_non_atomic_checkpoint(m):
     """
     if not m.is_distributed:
         return
-    renames_in = {}  # scope -> whether it renames a file: read once per scope
+    renaming = {m.scope(n) for n in m.named_calls("replace", "rename")  # the scopes that rename a file
+                if dotted(n.func).startswith("os.") or len(n.args) == 1}
     for call in m.named_calls("save"):
         if dotted(call.func) != "torch.save" or len(call.args) < 1:
             continue
@@ -182,16 +184,11 @@ def rule_non_atomic_checkpoint(m):
         if target is not None and re.search(r"BytesIO|tmp|temp|partial", unparse(target), re.I):
             continue  # a buffer, or a temporary file that some other line renames
         scope = m.scope(call)
-        if scope not in renames_in:
-            renames_in[scope] = any(isinstance(n, ast.Call) and last_name(n) in ("replace", "rename")
-                                    and (dotted(n.func).startswith("os.") or len(n.args) == 1)
-                                    for n in m.scope_nodes(scope))
-        renames = renames_in[scope]
         if target is not None and isinstance(target, ast.Name):
             buffers = m.bound_to(scope, lambda v: "BytesIO" in unparse(v))
             if target.id in buffers:
                 continue
-        if not renames:
+        if scope not in renaming:
             yield call, "DDP007", ""
 
 
@@ -242,8 +239,8 @@ def rule_saved_module_prefix(m):
     """
     restored = any(isinstance(c.func, ast.Attribute) and dotted(c.func.value) in m.ddp_names(m.scope(c))
                    for c in m.named_calls("load_state_dict"))
-    exported = any("save" in last_name(c).lower() and any(
-        last_name(s) == "state_dict" and ".module" in "." + dotted(s.func) for s in calls_in(c)) for c in m.calls)
+    exported = any(any(last_name(s) == "state_dict" and ".module" in "." + dotted(s.func) for s in calls_in(c))
+                   for c in m.named_calls(*[name for name in m.calls_named if "save" in name.lower()]))
     if restored and exported:
         return  # resume checkpoints go back into the DDP model, and the weights for use without DDP are saved
         # unwrapped (model.module....state_dict()): the 'module.' keys never leave the script
@@ -270,14 +267,13 @@ def saved_values(m):
     if hasattr(m, "_saved_values"):
         return m._saved_values
     found, passed = set(), {}  # passed: scope -> names given to a save call there
-    for call in m.calls:
-        if "save" in last_name(call).lower():
-            for arg in [*call.args, *(k.value for k in call.keywords)]:
-                if isinstance(arg, ast.Name):
-                    passed.setdefault(m.scope(call), set()).add(arg.id)
-                found.update(n for n in walk(arg) if isinstance(n, (ast.Dict, ast.Call)))
+    for call in m.named_calls(*[name for name in m.calls_named if "save" in name.lower()]):
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(arg, ast.Name):
+                passed.setdefault(m.scope(call), set()).add(arg.id)
+            found.update(n for n in walk(arg) if isinstance(n, (ast.Dict, ast.Call)))
     for scope, names in passed.items():
-        for node in m.scope_nodes(scope):
+        for node in m.statements(scope):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Name) and target.id in names:
@@ -359,8 +355,8 @@ def tells_nodes(m):
     reads LOCAL_RANK (or a local rank by name, get_node_local_rank) and a global rank (get_rank, RANK), or it
     names nodes (nnodes, NODE_RANK)."""
     if not hasattr(m, "_tells_nodes"):
-        words = {n.value for n in m.of_type(ast.Constant) if isinstance(n.value, str)}
-        used = {n.id for n in m.of_type(ast.Name)} | {n.attr for n in m.of_type(ast.Attribute)}
+        words = set(m.strings())
+        used = set(map(attrgetter("id"), m.of_type(ast.Name))) | set(map(attrgetter("attr"), m.of_type(ast.Attribute)))
         local = words & {"LOCAL_RANK", "SLURM_LOCALID"} or "get_node_local_rank" in m.call_names or any(
             LOCAL_RANK.search(w) for w in used)
         global_ = words & {"RANK", "SLURM_PROCID"} or "get_rank" in m.call_names or any(

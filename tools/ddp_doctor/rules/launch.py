@@ -67,18 +67,23 @@ def is_global_rank(m, node, global_ranks):
     return reaching is None or any(is_global_rank_expr(v) for v in reaching)
 
 
+DEVICE_CALLS = {"set_device", "set_device_index", "device", "cuda", "to"}  # the last names device_indices reads
+
+
 def device_indices(call):
     """The arguments of a call that name a device index: set_device(i), set_device_index(i),
     torch.device("cuda", i), .cuda(i),
     .to(i), device_ids=[i]."""
-    name, found = dotted(call.func), []
-    if name.endswith(("cuda.set_device", "accelerator.set_device_index", "xpu.set_device")) and call.args:
-        found = [call.args[0]]
-    elif name in ("torch.device", "device") and len(call.args) == 2 and is_const(call.args[0], "cuda"):
-        found = [call.args[1]]
-    elif last_name(call) in ("cuda", "to") and isinstance(call.func, ast.Attribute) and len(call.args) == 1 \
-            and not name.startswith("torch."):
-        found = [call.args[0]]
+    found = []
+    if last_name(call) in DEVICE_CALLS:  # (the dotted name is read only for these)
+        name = dotted(call.func)
+        if name.endswith(("cuda.set_device", "accelerator.set_device_index", "xpu.set_device")) and call.args:
+            found = [call.args[0]]
+        elif name in ("torch.device", "device") and len(call.args) == 2 and is_const(call.args[0], "cuda"):
+            found = [call.args[1]]
+        elif last_name(call) in ("cuda", "to") and isinstance(call.func, ast.Attribute) and len(call.args) == 1 \
+                and not name.startswith("torch."):
+            found = [call.args[0]]
     ids = keyword(call, "device_ids")
     if isinstance(ids, (ast.List, ast.Tuple)):
         found += ids.elts
@@ -90,11 +95,18 @@ def rule_global_rank_as_device(m):
 
     Error: a crash ('invalid device ordinal') or two processes on one GPU, on any machine after the first.
     """
+    named = set(m.named_calls(*DEVICE_CALLS))
     for call in m.calls:
+        if call not in named and not call.keywords:
+            continue  # no device call and no device_ids=: nothing to read (most calls; no function call made)
         for index in device_indices(call):
             if is_global_rank(m, index, m.bound_to(m.scope(call), is_global_rank_expr)):
                 yield index, "DDP001", unparse(index)
+    cuda_prefixes = {m.parent.get(n) for text, found in m.strings().items() if text.endswith("cuda:")
+                     for n in found}  # the f-strings with a "cuda:" part
     for node in m.of_type(ast.JoinedStr):  # f"cuda:{rank}"
+        if node not in cuda_prefixes:
+            continue
         for before, value in zip(node.values, node.values[1:]):
             if isinstance(before, ast.Constant) and str(before.value).endswith("cuda:") and \
                     isinstance(value, ast.FormattedValue) and \
@@ -107,7 +119,7 @@ def rule_nccl_hard_coded(m):
 
     Advice: portability: a GPU-only script is right to name NCCL; only a CPU run needs another backend.
     """
-    if any(n.value == "gloo" for n in m.of_type(ast.Constant)):
+    if "gloo" in m.strings():
         return  # the file has a CPU path somewhere
     for call in m.named_calls("init_process_group"):
         backend = call.args[0] if call.args else keyword(call, "backend")
@@ -142,13 +154,14 @@ def rule_cuda_visible_devices(m):
 
     Warning: likely wrong: it works only before CUDA starts, and renumbers the GPUs under LOCAL_RANK.
     """
+    setters = set(m.named_calls(*[name for name in m.calls_named if name.endswith(("setdefault", "putenv", "update"))]))
     for node in m.of_type(ast.Assign, ast.AugAssign, ast.Call):
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Subscript) and dotted(target.value).endswith("environ") and \
                         is_const(target.slice, "CUDA_VISIBLE_DEVICES") and hard_coded_gpus(m, node.value):
                     yield target, "DDP013", ""
-        elif isinstance(node, ast.Call):
+        elif node in setters:
             name = dotted(node.func)
             if name.endswith(("environ.setdefault", "putenv")) and node.args and \
                     is_const(node.args[0], "CUDA_VISIBLE_DEVICES") and len(node.args) > 1 and \

@@ -53,14 +53,12 @@ def rule_unguarded_log(m):
         file = keyword(call, "file")
         if file is not None and "stderr" in unparse(file):
             continue
-        in_loop = False
         for a in m.ancestors(call):
             if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 break
             if isinstance(a, (ast.For, ast.AsyncFor)) and (m.is_epoch_loop(a) or is_batch_loop(a, loaders)):
-                in_loop = True
-        if in_loop:
-            yield call, "DDP006", ""
+                yield call, "DDP006", ""  # in a loop over epochs or batches
+                break
 
 
 REDUCERS = re.compile(r"reduce|gather|over_ranks|all_|mean_over|average", re.I)
@@ -91,11 +89,12 @@ def rule_unreduced_logged_loss(m):
         if not losses:
             continue
         for arg in [*call.args, *(k.value for k in call.keywords)]:
-            for c in calls_in(arg):
-                if last_name(c) == "item" and isinstance(c.func, ast.Attribute) and \
+            inside = list(walk(arg))  # one walk for the calls and the names
+            for c in inside:
+                if type(c) is ast.Call and last_name(c) == "item" and isinstance(c.func, ast.Attribute) and \
                         isinstance(c.func.value, ast.Name) and c.func.value.id in losses - reduced:
                     yield c, "DDP017", unparse(c)
-            for name in names_in(arg) & accumulators - reduced:
+            for name in {n.id for n in inside if type(n) is ast.Name} & accumulators - reduced:
                 yield arg, "DDP017", name
 
 
@@ -104,16 +103,27 @@ def losses_of_scope(m, scope):
     losses = loss_names(m, scope)  # computed here: a parameter may hold a loss reduced by the caller
     if not losses:
         return losses, set(), set()
-    nodes = m.scope_nodes(scope)
+    reducers_in, holds_reducer = reducers(m)
     reduced = set()
-    for c in nodes:
-        if isinstance(c, ast.Call) and REDUCERS.search(last_name(c)):
-            reduced |= names_in(c)
-    for n in nodes:  # x = ... reduced ...: x is reduced too
-        if isinstance(n, ast.Assign) and any(isinstance(c, ast.Call) and REDUCERS.search(last_name(c))
-                                             for c in walk(n.value)):
+    for c in reducers_in.get(scope, []):
+        reduced |= names_in(c)
+    statements = m.statements(scope)
+    for n in statements:  # x = ... reduced ...: x is reduced too
+        if isinstance(n, ast.Assign) and n.value in holds_reducer:
             for t in n.targets:
                 reduced |= names_in(t)
-    accumulators = {n.target.id for n in nodes if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+    accumulators = {n.target.id for n in statements if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
                     and any(last_name(c) == "item" and names_in(c) & losses for c in calls_in(n.value))}
     return losses, reduced, accumulators
+
+
+def reducers(m):
+    """The calls of the file that reduce, gather or average (by their last name), by scope, and the nodes that
+    hold one (m.holders): found once per file, for every scope that logs a loss."""
+    if not hasattr(m, "_reducers"):
+        calls = [c for name, found in m.calls_named.items() if REDUCERS.search(name) for c in found]
+        by_scope = {}
+        for c in calls:
+            by_scope.setdefault(m.scope(c), []).append(c)
+        m._reducers = by_scope, m.holders(calls)
+    return m._reducers

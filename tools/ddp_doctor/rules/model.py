@@ -53,7 +53,7 @@ def returned_softmax(m, fn):
                     last_name(node.value.args[-1]) in SOFTMAXES:
                 softmax_attrs |= {"seq:" + dotted(t) for t in node.targets}
     assigned = {}
-    for node in m.scope_nodes(fn):
+    for node in m.statements(fn):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             assigned[node.targets[0].id] = node.value
 
@@ -68,7 +68,7 @@ def returned_softmax(m, fn):
                 return expr
         return None
 
-    returns = [n for n in m.scope_nodes(fn) if isinstance(n, ast.Return) and n.value is not None]
+    returns = [n for n in m.statements(fn) if isinstance(n, ast.Return) and n.value is not None]
     found = [softmax_of(r.value) for r in returns]
     return found[0] if found and all(found) else None
 

@@ -65,7 +65,6 @@ def rule_collective_in_rank_branch(m):
             what = f"a forward pass through the DDP model {dotted(call.func)}, which broadcasts its buffers,"
         else:
             continue
-        loop_vars = {dotted(a.target) for a in m.ancestors(call) if isinstance(a, (ast.For, ast.AsyncFor))} - {""}
         exit_before = m.after_rank_exit(call)
         if exit_before is not None and not any(
                 isinstance(b, ast.If) and m.rank_test(b.test) for b, _ in m.enclosing_ifs(call)):
@@ -73,7 +72,8 @@ def rule_collective_in_rank_branch(m):
             continue
         for branch, in_body in m.enclosing_ifs(call):
             if isinstance(branch, ast.If) and m.rank_test(branch.test):
-                if any(names_in(c) & loop_vars for c in walk(branch.test)
+                loop_vars = {dotted(a.target) for a in m.ancestors(call) if isinstance(a, (ast.For, ast.AsyncFor))}
+                if any(names_in(c) & (loop_vars - {""}) for c in walk(branch.test)
                        if isinstance(c, ast.Compare) and m.rank_test(c)):
                     break  # `for rank in range(world_size): if rank == me:` every rank takes it in turn
                 key = (branch, in_body)
@@ -121,7 +121,7 @@ def complement_syncs(m, branch, name):
     `if local_rank not in [-1, 0]: barrier()` ... `if local_rank == 0: barrier()`. The doctor cannot count
     which ranks take which (that takes values), so a pair of complementary-looking tests is taken as one."""
     tested = rank_names(branch.test)
-    for other in m.scope_nodes(m.scope(branch)):
+    for other in m.statements(m.scope(branch)):
         if isinstance(other, ast.If) and other is not branch and any(
                 last_name(c) == name for s in other.body for c in calls_in(s)) and (
                 complementary(branch.test, other.test) or (
@@ -166,7 +166,10 @@ def rule_accumulation_without_no_sync(m):
     if not m.uses_ddp or "no_sync" in m.call_names or any(
             n.attr == "require_backward_grad_sync" for n in m.of_type(ast.Attribute)):
         return  # no_sync() somewhere, or the switch it sets, set by hand (nanoGPT's way)
-    steps = {id(n) for n in m.of_type(ast.If) if is_accumulation_step(n)}
+    holds_mod = m.holders(n for n in m.of_type(ast.BinOp) if isinstance(n.op, ast.Mod))  # `... % k ...`
+    holds_step = m.holders(c for c in m.named_calls("step") if isinstance(c.func, ast.Attribute) and not c.args)
+    steps = {id(n) for n in m.of_type(ast.If)  # `if ... % k ...:` whose body calls .step() without arguments
+             if n.test in holds_mod and any(s in holds_step for s in n.body)}  # (optimizer.step())
     if not steps:
         return  # read each loop below only where some `if` could be the finding
     for loop in m.of_type(ast.For, ast.AsyncFor, ast.While, ordered=True):  # the first such loop: one finding
@@ -176,10 +179,3 @@ def rule_accumulation_without_no_sync(m):
             if id(node) in steps:
                 yield node, "DDP016", ""
                 return
-
-
-def is_accumulation_step(node):
-    """`if ... % k ...:` whose body calls .step() without arguments (optimizer.step())."""
-    return any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mod) for b in walk(node.test)) and any(
-        last_name(c) == "step" and isinstance(c.func, ast.Attribute) and not c.args
-        for s in node.body for c in calls_in(s))
