@@ -251,6 +251,9 @@ def check_file(path, errors=None, folder=None):
 CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 RANK_READ = r"(?:get_(?:node_)?(?:local_)?rank\(\)|[\"'](?:RANK|LOCAL_RANK|SLURM_PROCID|SLURM_LOCALID)[\"'])"
 RANK_ATTRIBUTE = re.compile(r"\.(\w+)[ \t]*=[^=\n][^\n]*" + RANK_READ)
+LOCAL_RENDEZVOUS = re.compile(r"\[[ \t]*[\"']MASTER_ADDR[\"'][ \t]*\][ \t]*=[ \t]*[\"'](?:localhost|127\.0\.0\.1)[\"']|"
+                              r"init_method[ \t]*=[ \t]*f?[\"']tcp://(?:localhost|127\.0\.0\.1)[:\"']")
+SPAWNS = re.compile(r"\b(?:spawn|start_processes)[ \t]*\(")
 RANK_TEST_FUNCTION = re.compile(r"^def[ \t]+(\w+)\(\)[^\n]*:[ \t]*\n(?:[ \t]+(?:\"\"\"[^\n]*\"\"\"|#[^\n]*)?\n)*"
                                 r"[ \t]+return[ \t]+[^\n]*" + RANK_READ + r"[ \t]*(?:==|!=)[ \t]*0\b", re.M)
 
@@ -264,6 +267,7 @@ def folder_facts(paths):
         if root.is_dir():
             files = list(files_under([root]))
             names, classes, rank_attributes, rank_tests = set(), {}, set(), set()
+            local = spawns = False  # the rendezvous on this machine, processes started by mp.spawn
             for path in files:
                 if path.suffix == ".py":
                     try:
@@ -273,10 +277,13 @@ def folder_facts(paths):
                     names.update(CALLED.findall(text))
                     rank_attributes.update(RANK_ATTRIBUTE.findall(text))
                     rank_tests.update(RANK_TEST_FUNCTION.findall(text))
+                    local = local or bool(LOCAL_RENDEZVOUS.search(text))
+                    spawns = spawns or bool(SPAWNS.search(text))
                     classes.update(class_bodies(text))
             shared = FolderFacts(names)
             shared.buffered_classes = buffered_classes(classes)
             shared.rank_attributes, shared.rank_test_functions = frozenset(rank_attributes), frozenset(rank_tests)
+            shared.single_node = local and spawns
             facts.update((path, shared) for path in files)
     return facts
 
@@ -287,6 +294,7 @@ class FolderFacts(frozenset):
     buffered_classes = frozenset()
     rank_attributes = frozenset()  # attributes a file of the folder sets from a rank: `args.rank = get_rank()`
     rank_test_functions = frozenset()  # helpers that return a rank test: `def is_main_process(): return ...`
+    single_node = False  # MASTER_ADDR = "localhost" (or tcp://127.0.0.1:...) and mp.spawn: one machine
 
 
 CLASS_LINE = re.compile(r"^class\s+([A-Za-z_]\w*)[^\n]*:", re.M)

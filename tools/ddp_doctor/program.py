@@ -124,6 +124,8 @@ def text_mentions(node, pattern):
     return False
 
 
+LOCAL_HOSTS = ("localhost", "127.0.0.1")
+LOCAL_INIT = re.compile(r"^tcp://(localhost|127\.0\.0\.1)(:|$)")
 RANK_CALL = re.compile(r"^get_(node_)?(local_)?rank$")
 RANK_ENV = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
             "PMI_RANK", "MV2_COMM_WORLD_RANK")
@@ -532,6 +534,23 @@ class Module:
                     found.update(name for name, value in self.assignments(fn)
                                  if isinstance(value, ast.Name) and value.id == first)
         return found
+
+    def single_node(self):
+        """Whether the program is single-node by construction: it points the rendezvous at this machine itself
+        (`os.environ["MASTER_ADDR"] = "localhost"` or "127.0.0.1", init_method="tcp://localhost:..." or
+        "tcp://127.0.0.1:...") and starts its processes with mp.spawn (or start_processes): every process
+        runs here, so a global rank is a local one. Read in this file, or in any file of its folder."""
+        if getattr(self.folder_call_names, "single_node", False):
+            return True
+        if not hasattr(self, "_single_node"):
+            local = any(dotted(t.value).endswith("environ") and is_const(t.slice, "MASTER_ADDR") and
+                        isinstance(a.value, ast.Constant) and a.value.value in LOCAL_HOSTS
+                        for a in self.of_type(ast.Assign) for t in a.targets if isinstance(t, ast.Subscript))
+            local = local or any(isinstance(v, ast.Constant) and isinstance(v.value, str) and
+                                 LOCAL_INIT.match(v.value) for c in self.named_calls("init_process_group")
+                                 for v in [keyword(c, "init_method")])
+            self._single_node = local and bool(self.named_calls("spawn", "start_processes"))
+        return self._single_node
 
     # Rank tests proven by data flow (DDP011): no name guessing
     def _rank_flow(self):

@@ -95,6 +95,8 @@ def rule_global_rank_as_device(m):
 
     Error: a crash ('invalid device ordinal') or two processes on one GPU, on any machine after the first.
     """
+    if m.single_node():
+        return  # every process on this machine: the global rank is the local rank
     named = set(m.named_calls(*DEVICE_CALLS))
     for call in m.calls:
         if call not in named and not call.keywords:
