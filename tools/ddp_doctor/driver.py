@@ -253,6 +253,7 @@ RANK_READ = r"(?:get_(?:node_)?(?:local_)?rank\(\)|[\"'](?:RANK|LOCAL_RANK|SLURM
 RANK_ATTRIBUTE = re.compile(r"\.(\w+)[ \t]*=[^=\n][^\n]*" + RANK_READ)
 LOCAL_RENDEZVOUS = re.compile(r"\[[ \t]*[\"']MASTER_ADDR[\"'][ \t]*\][ \t]*=[ \t]*[\"'](?:localhost|127\.0\.0\.1)[\"']|"
                               r"init_method[ \t]*=[ \t]*f?[\"']tcp://(?:localhost|127\.0\.0\.1)[:\"']")
+TORCH_SAVE = re.compile(r"\btorch\.save[ \t]*\(")
 SPAWNS = re.compile(r"\b(?:spawn|start_processes)[ \t]*\(")
 RANK_TEST_FUNCTION = re.compile(r"^def[ \t]+(\w+)\(\)[^\n]*:[ \t]*\n(?:[ \t]+(?:\"\"\"[^\n]*\"\"\"|#[^\n]*)?\n)*"
                                 r"[ \t]+return[ \t]+[^\n]*" + RANK_READ + r"[ \t]*(?:==|!=)[ \t]*0\b", re.M)
@@ -268,6 +269,7 @@ def folder_facts(paths):
             files = list(files_under([root]))
             names, classes, rank_attributes, rank_tests = set(), {}, set(), set()
             local = spawns = False  # the rendezvous on this machine, processes started by mp.spawn
+            saves = 0
             for path in files:
                 if path.suffix == ".py":
                     try:
@@ -279,11 +281,13 @@ def folder_facts(paths):
                     rank_tests.update(RANK_TEST_FUNCTION.findall(text))
                     local = local or bool(LOCAL_RENDEZVOUS.search(text))
                     spawns = spawns or bool(SPAWNS.search(text))
+                    saves += len(TORCH_SAVE.findall(text))
                     classes.update(class_bodies(text))
             shared = FolderFacts(names)
             shared.buffered_classes = buffered_classes(classes)
             shared.rank_attributes, shared.rank_test_functions = frozenset(rank_attributes), frozenset(rank_tests)
             shared.single_node = local and spawns
+            shared.torch_saves = saves
             facts.update((path, shared) for path in files)
     return facts
 
@@ -295,6 +299,7 @@ class FolderFacts(frozenset):
     rank_attributes = frozenset()  # attributes a file of the folder sets from a rank: `args.rank = get_rank()`
     rank_test_functions = frozenset()  # helpers that return a rank test: `def is_main_process(): return ...`
     single_node = False  # MASTER_ADDR = "localhost" (or tcp://127.0.0.1:...) and mp.spawn: one machine
+    torch_saves = None  # how many torch.save( the folder's files write
 
 
 CLASS_LINE = re.compile(r"^class\s+([A-Za-z_]\w*)[^\n]*:", re.M)
