@@ -38,7 +38,9 @@ RULES = {
                "loads, DDP broadcasts its weights), for one before init_process_group in the same function, "
                "for one whose `if` passes map_location in its other branch (a choice made per branch), and for "
                "one under `if flag:` where flag is a parameter that defaults to False and that no call in the "
-               "file passes (code the script never runs).",
+               "file passes (code the script never runs), and when every torch.save in sight (no other file of "
+               "the folder saves) saves tensors moved to the CPU (`.cpu()`, `.to('cpu')`), or an optimizer's "
+               "state: a CPU tensor loads onto the CPU.",
                "05 · Rank-aware training"),
     "DDP009": ("load-weights-only-false", "torch.load(..., weights_only=False) runs whatever code the file holds",
                "torch.load unpickles: with weights_only=False a crafted file can run any code on every rank "

@@ -14,7 +14,8 @@ RULES = {
                "A log_softmax before it is redundant (harmless, but NLLLoss was meant).",
                "Return the logits from forward(); apply softmax only to report probabilities. Checked: a "
                "model whose forward() returns a softmax / log_softmax, or such a call passed straight to the "
-               "loss, in a file that uses CrossEntropyLoss.",
+               "loss, in a file that uses CrossEntropyLoss; a model class or nn.Sequential only when it is the "
+               "model in use (built and called; a class never built is silent).",
                "01 · The single-device baseline"),
     "DDP023": ("full-model-before-shard", "{detail} is built whole on every rank, then sharded: each rank holds "
                "the whole model first",

@@ -24,7 +24,12 @@ RULES = {
                "not False. A model without buffers (Embedding, LSTM, Linear, LayerNorm) runs no collective "
                "in forward; a model the doctor cannot see into (a parameter, a factory) is left alone, "
                "precision first. Silent when the other branch calls a collective too, and for a test that every "
-               "rank of a distributed run passes alike (`local_rank >= 0`, `rank != -1`, `world_size > 1`).",
+               "rank of a distributed run passes alike (`local_rank >= 0`, `rank != -1`, `world_size > 1`). A "
+               "test is about the rank only when its value comes from one: get_rank(), RANK / LOCAL_RANK / "
+               "SLURM_PROCID, an mp.spawn target's first parameter, a name assigned from those, a parameter "
+               "a call passes one to, or a helper of the folder that returns such a comparison "
+               "(is_main_process()); a name's spelling is not enough (`nranks`, a flag, an environment "
+               "setting are the same on every rank).",
                "05 · Rank-aware training; 09 · Debugging"),
     "DDP015": ("no-sync-around-backward-only", "no_sync() around backward() only: the forward pass must be "
                "inside it too",
