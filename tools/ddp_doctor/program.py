@@ -257,23 +257,6 @@ def is_rank_test(node, aliases=frozenset()):
     return False
 
 
-def is_pure_rank_test(node, aliases=frozenset()):
-    """A test made of rank tests only (`rank != 0`, `not is_main and rank > 0`), with nothing else that could
-    hold: `if not use_fsdp and not is_rank0: return` exits on some ranks only when use_fsdp is false."""
-    todo, leaves = [node], 0
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.BoolOp):
-            todo.extend(node.values)
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            todo.append(node.operand)
-        elif is_simple_rank_test(node, aliases):
-            leaves += 1
-        else:
-            return False
-    return leaves > 0
-
-
 def is_simple_rank_test(node, aliases):
     """is_rank_test for a test that is not an `and`, `or` or `not`."""
     if isinstance(node, ast.Compare):
@@ -569,6 +552,9 @@ class Module:
             found += [(dotted(n.target), n.value) for n in self.scope_nodes(scope)
                       if isinstance(n, ast.AugAssign) and dotted(n.target)]
         self._rank_names, self._rank_attrs, self._rank_test_names = names, attrs, set()
+        targets = [(name, defs, 0) for name, defs in self.functions.items()] + [  # Trainer(rank) -> __init__
+            (c.name, [d for d in c.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"], 1)
+            for c in self.of_type(ast.ClassDef)]
         for _ in range(4):  # to a fixed point (args.rank = args.node * ngpus + gpu; rank = args.rank)
             before = (len(names), len(attrs))
             for name, value in found:
@@ -576,12 +562,12 @@ class Module:
                     names.add(name)
                     if "." in name:
                         attrs.add(name.rpartition(".")[2])
-            for fname, defs in self.functions.items():  # a parameter that a call of the file passes a rank
+            for fname, defs, skip in targets:  # a parameter that a call of the file passes a rank
                 for call in self.calls_named.get(fname, []):
                     if not isinstance(call.func, ast.Name):
                         continue
                     for fn in defs:
-                        params = [p.arg for p in [*fn.args.posonlyargs, *fn.args.args]]
+                        params = [p.arg for p in [*fn.args.posonlyargs, *fn.args.args]][skip:]
                         passed = list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
                         names.update(p for p, a in passed if not isinstance(a, ast.Starred) and self.is_rank_value(a))
             if (len(names), len(attrs)) == before:
