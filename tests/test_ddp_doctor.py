@@ -461,3 +461,46 @@ def test_a_folder_shows_the_buffers_that_make_a_ddp_forward_a_collective(tmp_pat
     (tmp_path / "models.py").write_text(models.replace("nn.BatchNorm2d(3)", "nn.LayerNorm(3)"))
     no_buffers = doctor("--format", "json", tmp_path)
     assert json.loads(no_buffers.stdout)["findings"] == [], no_buffers.stdout
+
+
+def test_a_folder_shows_the_rank_tests_that_its_helpers_define(tmp_path):
+    """DDP011 in a folder run: `is_leader()` and `args.rank` are rank tests because another file of the folder
+    says so (`return get_rank() == 0`, `args.rank = int(os.environ["RANK"])`): silent for train.py alone (no
+    name is taken for a rank by its spelling), two findings for the folder."""
+    (tmp_path / "train.py").write_text(
+        "import torch.distributed as dist\nimport utils\n\n\ndef main(args):\n    utils.setup(args)\n"
+        "    if utils.is_leader():\n        dist.barrier()\n    if args.rank == 0:\n        dist.barrier()\n")
+    alone = doctor("--format", "json", tmp_path / "train.py")
+    assert json.loads(alone.stdout)["findings"] == [], alone.stdout
+    (tmp_path / "utils.py").write_text(
+        "import os\n\nimport torch.distributed as dist\n\n\ndef is_leader():\n    \"\"\"Rank 0.\"\"\"\n"
+        "    return dist.get_rank() == 0\n\n\ndef setup(args):\n    args.rank = int(os.environ[\"RANK\"])\n"
+        "    dist.init_process_group('gloo')\n")
+    folder = doctor("--format", "json", tmp_path)
+    assert [(f["path"].rpartition("/")[2], f["line"], f["code"]) for f in json.loads(folder.stdout)["findings"]] == [
+        ("train.py", 8, "DDP011"), ("train.py", 10, "DDP011")], folder.stdout
+
+
+def test_a_folder_shows_that_it_runs_on_one_node_and_saves_cpu_tensors(tmp_path):
+    """DDP001 and DDP008 in a folder run: a device chosen by get_rank() and a load without map_location in
+    worker.py fire alone; silent once launch.py points MASTER_ADDR at localhost and starts the workers with
+    mp.spawn (one machine: the global rank is the local rank); the load fires again when another file saves
+    tensors that are not moved to the CPU."""
+    (tmp_path / "worker.py").write_text(
+        "import torch\nimport torch.distributed as dist\n\n\ndef save(model, path):\n"
+        "    torch.save({k: v.cpu() for k, v in model.state_dict().items()}, path)\n\n\n"
+        "def run(index, world, model, path):\n    dist.init_process_group('gloo', rank=index, world_size=world)\n"
+        "    torch.cuda.set_device(dist.get_rank())\n    model.load_state_dict(torch.load(path))\n")
+    alone = doctor("--format", "json", tmp_path / "worker.py")
+    assert [(f["line"], f["code"]) for f in json.loads(alone.stdout)["findings"]] == [(11, "DDP001")], alone.stdout
+    (tmp_path / "launch.py").write_text(
+        "import os\n\nimport torch\nimport torch.multiprocessing as mp\n\nfrom worker import run\n\n"
+        "os.environ['MASTER_ADDR'] = 'localhost'\nos.environ['MASTER_PORT'] = '29500'\n"
+        "mp.spawn(run, args=(torch.cuda.device_count(), None, 'w.pt'), nprocs=torch.cuda.device_count())\n")
+    folder = doctor("--format", "json", tmp_path)
+    assert json.loads(folder.stdout)["findings"] == [], folder.stdout
+    (tmp_path / "export.py").write_text("import torch\n\n\ndef export(model):\n"
+                                        "    torch.save(model.state_dict(), 'w.pt')\n")
+    saved_on_gpu = doctor("--format", "json", tmp_path)
+    assert [(f["path"].rpartition("/")[2], f["line"], f["code"]) for f in json.loads(saved_on_gpu.stdout)["findings"]
+            ] == [("worker.py", 12, "DDP008")], saved_on_gpu.stdout

@@ -2,7 +2,10 @@
 # A rank-0 evaluation through a DDP model whose modules hold buffers: each forward broadcasts them from
 # rank 0 (broadcast_buffers=True, the default), and the other ranks never join. The buffers are seen in a
 # class of the file (BatchNorm, register_buffer), in a torchvision model with BatchNorm, through the names
-# the model is bound to; `distributed = local_rank >= 0` is no rank test, `local_rank > 0` is one.
+# the model is bound to; `distributed = local_rank >= 0` is no rank test, `local_rank > 0` is one. The
+# ranks are read where they come from: LOCAL_RANK and get_rank().
+import os
+
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -34,6 +37,7 @@ def evaluate_net(args, loader):
 
 
 def evaluate_resnet(args, loader):
+    args.local_rank = int(os.environ.get("LOCAL_RANK", -1))
     backbone = torchvision.models.resnet18()
     model = nn.Sequential(backbone, nn.Linear(1000, 2))
     ddp_model = DDP(model, device_ids=[args.local_rank])
@@ -48,6 +52,7 @@ def evaluate_resnet(args, loader):
 
 
 def evaluate_backbone(args, resnet, loader):
+    args.rank = dist.get_rank()
     trunk, width = resnet.__dict__[args.arch](zero_init_residual=True)
     model = DDP(nn.Sequential(trunk, nn.Linear(width, 2)))
     if args.rank == 0:

@@ -28,3 +28,6 @@ loss_fn = nn.CrossEntropyLoss()
 logits = torch.randn(2, 3)
 loss = loss_fn(torch.softmax(logits, dim=1), torch.tensor([0, 1]))  # expect: DDP019
 loss = F.cross_entropy(logits.softmax(1), torch.tensor([0, 1]))  # expect: DDP019
+model, log_model = Net(), LogNet()
+x, y = torch.randn(2, 4), torch.tensor([0, 1])
+loss = loss_fn(model(x), y) + loss_fn(log_model(x), y)

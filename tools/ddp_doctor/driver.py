@@ -249,6 +249,16 @@ def check_file(path, errors=None, folder=None):
 
 
 CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+RANK_READ = r"(?:get_(?:node_)?(?:local_)?rank\(\)|[\"'](?:RANK|LOCAL_RANK|SLURM_PROCID|SLURM_LOCALID)[\"'])"
+RANK_ATTRIBUTE = re.compile(r"\.(\w+)[ \t]*=[^=\n][^\n]*" + RANK_READ)
+LOCAL_RENDEZVOUS = re.compile(r"\[[ \t]*[\"']MASTER_ADDR[\"'][ \t]*\][ \t]*=[ \t]*[\"'](?:localhost|127\.0\.0\.1)[\"']|"
+                              r"init_method[ \t]*=[ \t]*f?[\"']tcp://(?:localhost|127\.0\.0\.1)[:\"']")
+BUILT = re.compile(r"(?<!class )(?<!def )\b([A-Za-z_]\w*)[ \t]*\(")
+COMMENT = re.compile(r"#[^\n]*")
+TORCH_SAVE = re.compile(r"\btorch\.save[ \t]*\(")
+SPAWNS = re.compile(r"\b(?:spawn|start_processes)[ \t]*\(")
+RANK_TEST_FUNCTION = re.compile(r"^def[ \t]+(\w+)\(\)[^\n]*:[ \t]*\n(?:[ \t]+(?:\"\"\"[^\n]*\"\"\"|#[^\n]*)?\n)*"
+                                r"[ \t]+return[ \t]+[^\n]*" + RANK_READ + r"[ \t]*(?:==|!=)[ \t]*0\b", re.M)
 
 
 def folder_facts(paths):
@@ -259,7 +269,9 @@ def folder_facts(paths):
     for root in paths:
         if root.is_dir():
             files = list(files_under([root]))
-            names, classes = set(), {}
+            names, classes, rank_attributes, rank_tests = set(), {}, set(), set()
+            local = spawns = False  # the rendezvous on this machine, processes started by mp.spawn
+            saves, built = 0, set()
             for path in files:
                 if path.suffix == ".py":
                     try:
@@ -267,9 +279,18 @@ def folder_facts(paths):
                     except OSError:
                         continue
                     names.update(CALLED.findall(text))
+                    built.update(BUILT.findall(COMMENT.sub("", text)))
+                    rank_attributes.update(RANK_ATTRIBUTE.findall(text))
+                    rank_tests.update(RANK_TEST_FUNCTION.findall(text))
+                    local = local or bool(LOCAL_RENDEZVOUS.search(text))
+                    spawns = spawns or bool(SPAWNS.search(text))
+                    saves += len(TORCH_SAVE.findall(text))
                     classes.update(class_bodies(text))
             shared = FolderFacts(names)
             shared.buffered_classes = buffered_classes(classes)
+            shared.rank_attributes, shared.rank_test_functions = frozenset(rank_attributes), frozenset(rank_tests)
+            shared.single_node = local and spawns
+            shared.torch_saves, shared.built = saves, frozenset(built)
             facts.update((path, shared) for path in files)
     return facts
 
@@ -278,6 +299,11 @@ class FolderFacts(frozenset):
     """The names a folder's Python files call, with what else the folder says: buffered_classes, the classes
     of its files whose modules hold buffers (BatchNorm, register_buffer), which DDP broadcasts in forward."""
     buffered_classes = frozenset()
+    rank_attributes = frozenset()  # attributes a file of the folder sets from a rank: `args.rank = get_rank()`
+    rank_test_functions = frozenset()  # helpers that return a rank test: `def is_main_process(): return ...`
+    single_node = False  # MASTER_ADDR = "localhost" (or tcp://127.0.0.1:...) and mp.spawn: one machine
+    torch_saves = None  # how many torch.save( the folder's files write
+    built = frozenset()  # the names called in code (not `class Net(`, `def f(`, nor in a comment): Net() builds one
 
 
 CLASS_LINE = re.compile(r"^class\s+([A-Za-z_]\w*)[^\n]*:", re.M)

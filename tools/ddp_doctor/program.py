@@ -124,6 +124,11 @@ def text_mentions(node, pattern):
     return False
 
 
+LOCAL_HOSTS = ("localhost", "127.0.0.1")
+LOCAL_INIT = re.compile(r"^tcp://(localhost|127\.0\.0\.1)(:|$)")
+RANK_CALL = re.compile(r"^get_(node_)?(local_)?rank$")
+RANK_ENV = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+            "PMI_RANK", "MV2_COMM_WORLD_RANK")
 RANK_VARIABLES = frozenset({"RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID"})  # environment variables
 RANKISH = re.compile(r"rank|is_main|main_process|is_master|master_process", re.I)
 
@@ -247,23 +252,6 @@ def is_rank_test(node, aliases=frozenset()):
         elif is_simple_rank_test(node, aliases):
             return True
     return False
-
-
-def is_pure_rank_test(node, aliases=frozenset()):
-    """A test made of rank tests only (`rank != 0`, `not is_main and rank > 0`), with nothing else that could
-    hold: `if not use_fsdp and not is_rank0: return` exits on some ranks only when use_fsdp is false."""
-    todo, leaves = [node], 0
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.BoolOp):
-            todo.extend(node.values)
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            todo.append(node.operand)
-        elif is_simple_rank_test(node, aliases):
-            leaves += 1
-        else:
-            return False
-    return leaves > 0
 
 
 def is_simple_rank_test(node, aliases):
@@ -529,6 +517,140 @@ class Module:
                                  if isinstance(value, ast.Name) and value.id == first)
         return found
 
+    def single_node(self):
+        """Whether the program is single-node by construction: it points the rendezvous at this machine itself
+        (`os.environ["MASTER_ADDR"] = "localhost"` or "127.0.0.1", init_method="tcp://localhost:..." or
+        "tcp://127.0.0.1:...") and starts its processes with mp.spawn (or start_processes): every process
+        runs here, so a global rank is a local one. Read in this file, or in any file of its folder."""
+        if getattr(self.folder_call_names, "single_node", False):
+            return True
+        if not hasattr(self, "_single_node"):
+            local = any(dotted(t.value).endswith("environ") and is_const(t.slice, "MASTER_ADDR") and
+                        isinstance(a.value, ast.Constant) and a.value.value in LOCAL_HOSTS
+                        for a in self.of_type(ast.Assign) for t in a.targets if isinstance(t, ast.Subscript))
+            local = local or any(isinstance(v, ast.Constant) and isinstance(v.value, str) and
+                                 LOCAL_INIT.match(v.value) for c in self.named_calls("init_process_group")
+                                 for v in [keyword(c, "init_method")])
+            self._single_node = local and bool(self.named_calls("spawn", "start_processes"))
+        return self._single_node
+
+    # Rank tests proven by data flow (DDP011): no name guessing
+    def _rank_flow(self):
+        """Compute once: the names (and attribute names) that hold a rank by data flow, the names that hold a
+        rank test, and the functions of the file whose return value is a rank test (is_main_process)."""
+        if hasattr(self, "_rank_names"):
+            return
+        names = set(self._spawned_ranks())
+        attrs = set(getattr(self.folder_call_names, "rank_attributes", ()))  # `.rank = get_rank()` in the folder
+        for call in self.named_calls("add_argument"):  # options a launcher sets per process
+            if any(is_const(a, o) for a in call.args for o in ("--local_rank", "--local-rank", "--rank")):
+                attrs.add("rank" if any(is_const(a, "--rank") for a in call.args) else "local_rank")
+        found = []
+        for scope in [None, *self.functions_flat()]:
+            found += self.assignments(scope)
+            found += [(dotted(n.target), n.value) for n in self.scope_nodes(scope)
+                      if isinstance(n, ast.AugAssign) and dotted(n.target)]
+        self._rank_names, self._rank_attrs, self._rank_test_names = names, attrs, set()
+        targets = [(name, defs, 0) for name, defs in self.functions.items()] + [  # Trainer(rank) -> __init__
+            (c.name, [d for d in c.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"], 1)
+            for c in self.of_type(ast.ClassDef)]
+        for _ in range(4):  # to a fixed point (args.rank = args.node * ngpus + gpu; rank = args.rank)
+            before = (len(names), len(attrs))
+            for name, value in found:
+                if not isinstance(value, (ast.Compare, ast.UnaryOp)) and self.is_rank_value(value):
+                    names.add(name)
+                    if "." in name:
+                        attrs.add(name.rpartition(".")[2])
+            for fname, defs, skip in targets:  # a parameter that a call of the file passes a rank
+                for call in self.calls_named.get(fname, []):
+                    if not isinstance(call.func, ast.Name):
+                        continue
+                    for fn in defs:
+                        params = [p.arg for p in [*fn.args.posonlyargs, *fn.args.args]][skip:]
+                        passed = list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+                        names.update(p for p, a in passed if not isinstance(a, ast.Starred) and self.is_rank_value(a))
+            if (len(names), len(attrs)) == before:
+                break
+        self._rank_test_functions = set(getattr(self.folder_call_names, "rank_test_functions", ()))
+        for name, defs in self.functions.items():
+            returns = [n.value for d in defs for n in self.scope_nodes(d) if isinstance(n, ast.Return) and n.value]
+            if returns and all(self.rank_test(r) for r in returns):
+                self._rank_test_functions.add(name)
+        self._rank_test_names = {name for name, value in found
+                                 if isinstance(value, (ast.Compare, ast.BoolOp, ast.UnaryOp)) and self.rank_test(value)}
+
+    def is_rank_value(self, node, depth=0):
+        """An expression whose value is a rank by data flow: get_rank(), get_local_rank(), get_node_local_rank(),
+        RANK / LOCAL_RANK / SLURM_PROCID from the environment, an mp.spawn target's first parameter, an option a
+        launcher sets (--local_rank), a name assigned from one of those, and arithmetic on them (`rank %
+        ngpus`, `int(...)`, `a if c else b`); not any value computed with one (a device, a seed, a model)."""
+        self._rank_flow()
+        if depth > 12:
+            return False
+        if isinstance(node, ast.Call):
+            name, full = last_name(node), dotted(node.func)
+            if RANK_CALL.match(name):
+                return True
+            if full.endswith(("environ.get", "getenv")) and node.args:
+                return isinstance(node.args[0], ast.Constant) and node.args[0].value in RANK_ENV
+            return full in ("int", "str") and bool(node.args) and self.is_rank_value(node.args[0], depth + 1)
+        if isinstance(node, ast.Subscript):
+            return dotted(node.value).endswith("environ") and isinstance(node.slice, ast.Constant) and \
+                node.slice.value in RANK_ENV
+        if isinstance(node, ast.Name):
+            return node.id in self._rank_names
+        if isinstance(node, ast.Attribute):
+            return dotted(node) in self._rank_names or node.attr in self._rank_attrs
+        if isinstance(node, ast.BinOp):
+            return self.is_rank_value(node.left, depth + 1) or self.is_rank_value(node.right, depth + 1)
+        if isinstance(node, ast.IfExp):
+            return self.is_rank_value(node.body, depth + 1) or self.is_rank_value(node.orelse, depth + 1)
+        if isinstance(node, ast.BoolOp):
+            return any(self.is_rank_value(v, depth + 1) for v in node.values)
+        return False
+
+    def rank_test(self, node, every=False):
+        """A test that some ranks of a distributed run pass and others do not, proven by data flow: a comparison
+        of a rank value that different ranks answer differently (`rank == 0`, not `rank >= 0` nor `rank is
+        None`), a name that holds one, `not rank`, or a call of a helper that returns one (is_main_process).
+        `and` / `or` / `not` are looked through: any part (every=False) or every part (every=True)."""
+        self._rank_flow()
+        todo, leaves = [node], 0
+        while todo:
+            node = todo.pop()
+            if isinstance(node, ast.BoolOp):
+                todo.extend(node.values)
+                continue
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+                todo.append(node.operand)
+                continue
+            if self._simple_rank_test(node):
+                if not every:
+                    return True
+                leaves += 1
+            elif every:
+                return False
+        return every and leaves > 0
+
+    def _simple_rank_test(self, node):
+        if isinstance(node, ast.Compare):
+            if asks_how_launched(node):
+                return False
+            found = compared_with_constant(node)
+            if found is not None:
+                subject, kind, value = found
+                if not self.is_rank_value(subject):
+                    return False
+                seen = answers(kind, value, RANK_SAMPLES)
+                return seen is not None and len(set(seen)) > 1  # `rank >= 0`, `rank != -1`: every rank alike
+            return any(self.is_rank_value(side) for side in [node.left, *node.comparators]
+                       if not isinstance(side, ast.Constant))
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return dotted(node) in self._rank_test_names or self.is_rank_value(node)  # `if main:`, `if not rank:`
+        if isinstance(node, ast.Call):
+            return last_name(node) in self._rank_test_functions and not node.args
+        return False
+
     def of_type(self, *kinds, ordered=False):
         """The nodes of these types: type by type, or (ordered: loops only) in the order of the walk."""
         if len(kinds) == 1:
@@ -766,7 +888,7 @@ class Module:
                     siblings = getattr(self.parent[a], field)
                     self._first_exit[key] = next(
                         (i for i, s in enumerate(siblings) if isinstance(s, ast.If) and
-                         is_pure_rank_test(s.test, self.rank_aliases) and any(
+                         self.rank_test(s.test, every=True) and any(
                              isinstance(b, (ast.Return, ast.Continue)) for b in s.body)),
                         len(siblings))
                 if self._first_exit[key] < index:
@@ -821,8 +943,9 @@ class Module:
         found, callers = set(), {}  # callers: callee name -> names of the functions that call it
         for callee in (self.functions.keys() | COLLECTIVES) & self.calls_named.keys():  # the calls that matter
             for call in self.calls_named[callee]:
-                scope = self.scope(call)
-                if scope in functions:
+                scope = self.scope(call)  # `self.f()` or `f()`, not `other().f()`: another object's method
+                if scope in functions and (callee in COLLECTIVES or isinstance(call.func, ast.Name) or (
+                        isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name))):
                     callers.setdefault(callee, set()).add(scope.name)
                     if callee in COLLECTIVES and self.is_collective(call):
                         found.add(scope.name)

@@ -38,7 +38,9 @@ RULES = {
                "loads, DDP broadcasts its weights), for one before init_process_group in the same function, "
                "for one whose `if` passes map_location in its other branch (a choice made per branch), and for "
                "one under `if flag:` where flag is a parameter that defaults to False and that no call in the "
-               "file passes (code the script never runs).",
+               "file passes (code the script never runs), and when every torch.save in sight (no other file of "
+               "the folder saves) saves tensors moved to the CPU (`.cpu()`, `.to('cpu')`), or an optimizer's "
+               "state: a CPU tensor loads onto the CPU.",
                "05 · Rank-aware training"),
     "DDP009": ("load-weights-only-false", "torch.load(..., weights_only=False) runs whatever code the file holds",
                "torch.load unpickles: with weights_only=False a crafted file can run any code on every rank "
@@ -206,8 +208,60 @@ def rule_load_without_map_location(m):
     for call in torch_loads(m):
         if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2 and \
                 not m.locally_guarded(call) and not m.before_group(call) and not other_branch_maps(m, call) and \
-                not names_rank(m, call) and not m.behind_unset_flag(call):
+                not names_rank(m, call) and not m.behind_unset_flag(call) and not loads_cpu_files(m, call):
             yield call, "DDP008", ""  # (a load that one rank does, or that runs before the group forms, is fine)
+
+
+OPTIMIZER = re.compile(r"optim|scheduler", re.I)
+
+
+def loads_cpu_files(m, call):
+    """Whether every file this load may read holds CPU tensors: each torch.save in sight (the file, and no
+    other torch.save in its folder) saves tensors moved to the CPU first (`param.cpu()`, `.to("cpu")`, `{k:
+    v.cpu() ...}` on what it saves), or an optimizer's state that the script loads with map_location
+    elsewhere, and this load does not feed an optimizer. A CPU tensor loads onto the CPU: nothing lands on GPU 0."""
+    saves = [c for c in m.named_calls("save") if dotted(c.func) == "torch.save"]
+    folder_saves = getattr(m.folder_call_names, "torch_saves", None)
+    if not saves or (folder_saves is not None and folder_saves > len(saves)):
+        return False  # no save in sight, or saves in other files of the folder the doctor does not read here
+    feeds = m.parent.get(call)
+    if isinstance(feeds, ast.Call) and last_name(feeds) == "load_state_dict" and \
+            text_mentions(feeds.func, OPTIMIZER):
+        return False
+    cpu = 0
+    for save in saves:
+        if saves_cpu_tensors(m, save):
+            cpu += 1
+        elif not (save.args and isinstance(save.args[0], ast.Call) and last_name(save.args[0]) == "state_dict" and
+                  text_mentions(save.args[0].func, OPTIMIZER)):
+            return False
+    return cpu > 0
+
+
+def moves_to_cpu(node):
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and (
+        (n.func.attr == "cpu" and not n.args) or (n.func.attr == "to" and n.args and (
+            is_const(n.args[0], "cpu") or (isinstance(n.args[0], ast.Call) and dotted(n.args[0].func) in (
+                "torch.device", "device") and n.args[0].args and is_const(n.args[0].args[0], "cpu")))))
+        for n in walk(node))
+
+
+def saves_cpu_tensors(m, save):
+    """Whether a torch.save saves tensors moved to the CPU: the saved expression moves them itself, or its name
+    is assigned (or its items set) from values moved to the CPU in the same function."""
+    if not save.args:
+        return False
+    saved = save.args[0]
+    if moves_to_cpu(saved):
+        return True
+    if not isinstance(saved, ast.Name):
+        return False
+    for node in m.scope_nodes(m.scope(save)):
+        if isinstance(node, ast.Assign) and moves_to_cpu(node.value) and any(
+                dotted(t) == saved.id or (isinstance(t, ast.Subscript) and dotted(t.value) == saved.id)
+                for t in node.targets):
+            return True
+    return False
 
 
 def other_branch_maps(m, call):

@@ -28,7 +28,9 @@ RULES = {
                "call itself, used "
                "directly as a device index (set_device, torch.accelerator.set_device_index(i), "
                "torch.device('cuda', i), f'cuda:{i}', .cuda(i), "
-               "device_ids=[i], .to(i)).",
+               "device_ids=[i], .to(i)). Silent in a program that is single-node by construction: it sets "
+               "MASTER_ADDR (or a tcp:// init_method) to localhost / 127.0.0.1 itself and starts its processes "
+               "with mp.spawn, so every process runs on this machine and the global rank is the local rank.",
                "02 · Processes, ranks and world size; 04 · From single device to DDP"),
     "DDP012": ("nccl-hard-coded", "init_process_group('nccl') hard-coded: no CPU path",
                "NCCL runs only on CUDA GPUs. A script that names it outright fails on a laptop, in CI and on "
@@ -95,6 +97,8 @@ def rule_global_rank_as_device(m):
 
     Error: a crash ('invalid device ordinal') or two processes on one GPU, on any machine after the first.
     """
+    if m.single_node():
+        return  # every process on this machine: the global rank is the local rank
     named = set(m.named_calls(*DEVICE_CALLS))
     for call in m.calls:
         if call not in named and not call.keywords:

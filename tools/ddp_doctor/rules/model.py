@@ -14,7 +14,8 @@ RULES = {
                "A log_softmax before it is redundant (harmless, but NLLLoss was meant).",
                "Return the logits from forward(); apply softmax only to report probabilities. Checked: a "
                "model whose forward() returns a softmax / log_softmax, or such a call passed straight to the "
-               "loss, in a file that uses CrossEntropyLoss.",
+               "loss, in a file that uses CrossEntropyLoss; a model class or nn.Sequential only when it is the "
+               "model in use (built and called; a class never built is silent).",
                "01 · The single-device baseline"),
     "DDP023": ("full-model-before-shard", "{detail} is built whole on every rank, then sharded: each rank holds "
                "the whole model first",
@@ -77,6 +78,51 @@ def softmax_kind(call):
     return "log_softmax" if "log" in last_name(call).lower() else "Softmax"
 
 
+WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "to", "cuda", "compile"}
+
+
+def called_models(m, built):
+    """The names (and self.attributes) bound to a module that `built` (a predicate on a call) makes, or to that
+    module wrapped or moved (DDP(model), model.to(device), torch.compile(model)), and whether one of them is
+    called (`model(x)`): the model whose output goes on to the loss."""
+    names = set()
+    for _ in range(3):  # model = Net(); model = model.to(device); model = DDP(model)
+        for scope in [None, *m.functions_flat()]:
+            for name, value in m.assignments(scope):
+                made = isinstance(value, ast.Call) and any(
+                    isinstance(n, ast.Call) and built(n) for n in walk(value))
+                wrapped = isinstance(value, ast.Call) and last_name(value) in WRAPPERS and any(
+                    dotted(n) in names for n in walk(value) if isinstance(n, (ast.Name, ast.Attribute)))
+                if made or wrapped:
+                    names.add(name)
+    return any(dotted(c.func) in names for c in m.calls)
+
+
+def model_in_use(m, cls):
+    """A class whose forward ends in a softmax matters only where its model is built and called: a class the
+    file builds, bound to a name that is called (possibly wrapped in DDP), or one that only another file of the
+    folder builds (where the doctor cannot follow the instance). A class never built is silent."""
+    if not m.named_calls(cls):
+        return cls in getattr(m.folder_call_names, "built", ())
+    return called_models(m, lambda c: last_name(c) == cls and isinstance(c.func, ast.Name))
+
+
+def sequential_in_use(m, seq):
+    """An nn.Sequential that ends in a softmax matters only where it is the model that is called: bound to a
+    name that is called (or set as a part of a model that is, `model.head = nn.Sequential(...)`), or built in a
+    class whose model is in use."""
+    owner = next((a for a in m.ancestors(seq) if isinstance(a, ast.ClassDef)), None)
+    if owner is not None:
+        return model_in_use(m, owner.name)
+    stmt = m.statement(seq)
+    targets = [dotted(t) for t in getattr(stmt, "targets", [getattr(stmt, "target", None)]) if t is not None]
+    if not any(targets):
+        return True  # passed on directly (a factory's return, an argument): the doctor cannot follow it
+    bases = {t.split(".")[0] for t in targets if t}
+    return called_models(m, lambda c: c is seq) or any(
+        dotted(c.func) in bases for c in m.calls)
+
+
 def rule_softmax_into_cross_entropy(m):
     """DDP019: a model whose forward() returns a softmax, an nn.Sequential that ends with one, or
     cross_entropy(softmax(x), y), in a file with CrossEntropyLoss.
@@ -88,7 +134,8 @@ def rule_softmax_into_cross_entropy(m):
     nll = "NLLLoss" in m.call_names or "nll_loss" in m.call_names
     for defs in m.functions.values():
         for fn in defs:
-            if fn.name == "forward" and isinstance(m.parent.get(fn), ast.ClassDef):
+            if fn.name == "forward" and isinstance(m.parent.get(fn), ast.ClassDef) and \
+                    model_in_use(m, m.parent[fn].name):
                 call = returned_softmax(m, fn)
                 if call is not None:
                     kind = softmax_kind(call)
@@ -96,7 +143,7 @@ def rule_softmax_into_cross_entropy(m):
                         yield call, "DDP019", f"a {kind} at the end of forward() is"
     for seq in m.named_calls("Sequential"):  # nn.Sequential(..., nn.Softmax(dim=1)): the model ends in a softmax
         last = seq.args[-1] if seq.args else None
-        if isinstance(last, ast.Call) and last_name(last) in ("Softmax", "LogSoftmax"):
+        if isinstance(last, ast.Call) and last_name(last) in ("Softmax", "LogSoftmax") and sequential_in_use(m, seq):
             kind = softmax_kind(last)
             if not (kind == "log_softmax" and nll):
                 yield last, "DDP019", f"a {kind} at the end of an nn.Sequential is"

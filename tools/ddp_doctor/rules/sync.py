@@ -5,7 +5,7 @@ code -> (name, message, why, fix, lesson)."""
 
 import ast
 
-from ..program import COLLECTIVES, calls_in, dotted, is_const, is_rank_test, keyword, last_name, names_in, unparse, walk
+from ..program import COLLECTIVES, calls_in, dotted, is_const, keyword, last_name, names_in, unparse, walk
 
 RULES = {
     "DDP011": ("collective-in-rank-branch", "{detail} inside a branch that only some ranks take: the others "
@@ -24,7 +24,12 @@ RULES = {
                "not False. A model without buffers (Embedding, LSTM, Linear, LayerNorm) runs no collective "
                "in forward; a model the doctor cannot see into (a parameter, a factory) is left alone, "
                "precision first. Silent when the other branch calls a collective too, and for a test that every "
-               "rank of a distributed run passes alike (`local_rank >= 0`, `rank != -1`, `world_size > 1`).",
+               "rank of a distributed run passes alike (`local_rank >= 0`, `rank != -1`, `world_size > 1`). A "
+               "test is about the rank only when its value comes from one: get_rank(), RANK / LOCAL_RANK / "
+               "SLURM_PROCID, an mp.spawn target's first parameter, a name assigned from those, a parameter "
+               "a call passes one to, or a helper of the folder that returns such a comparison "
+               "(is_main_process()); a name's spelling is not enough (`nranks`, a flag, an environment "
+               "setting are the same on every rank).",
                "05 · Rank-aware training; 09 · Debugging"),
     "DDP015": ("no-sync-around-backward-only", "no_sync() around backward() only: the forward pass must be "
                "inside it too",
@@ -67,14 +72,14 @@ def rule_collective_in_rank_branch(m):
             continue
         exit_before = m.after_rank_exit(call)
         if exit_before is not None and not any(
-                isinstance(b, ast.If) and is_rank_test(b.test, m.rank_aliases) for b, _ in m.enclosing_ifs(call)):
+                isinstance(b, ast.If) and m.rank_test(b.test) for b, _ in m.enclosing_ifs(call)):
             yield call, "DDP011", what  # after `if rank != 0: return`: the ranks that returned never call it
             continue
         for branch, in_body in m.enclosing_ifs(call):
-            if isinstance(branch, ast.If) and is_rank_test(branch.test, m.rank_aliases):
+            if isinstance(branch, ast.If) and m.rank_test(branch.test):
                 loop_vars = {dotted(a.target) for a in m.ancestors(call) if isinstance(a, (ast.For, ast.AsyncFor))}
                 if any(names_in(c) & (loop_vars - {""}) for c in walk(branch.test)
-                       if isinstance(c, ast.Compare) and is_rank_test(c, m.rank_aliases)):
+                       if isinstance(c, ast.Compare) and m.rank_test(c)):
                     break  # `for rank in range(world_size): if rank == me:` every rank takes it in turn
                 key = (branch, in_body)
                 if key not in other_side_syncs:  # read each branch's other side once
