@@ -365,29 +365,51 @@ def test_an_internal_error_names_the_file_exits_3_and_the_run_goes_on(tmp_path, 
     assert re.search(r"b_fine\.py:2:1: DDP013", out) and "in 2 file(s)" in out, out
 
 
+def function_calls(source):
+    """The Python function calls the doctor makes on source (a count of work, the same on a loaded machine), and
+    its findings."""
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        count += event in ("call", "c_call")
+
+    sys.setprofile(profile)
+    try:
+        findings = ddp_doctor.check_source(source, "generated.py")
+    finally:
+        sys.setprofile(None)
+    return count, findings
+
+
 def test_cost_grows_linearly(monkeypatch):
     """A count, not a time: the Python function calls the doctor makes on a generated script of n and 4n lines
     (tools/doctor_bench.py times 10k to 200k lines). A rule that rescans a scope for every print makes
     this ratio grow with n (about 16 for 4 times the lines); a linear doctor keeps it near 4."""
     def calls_made(lines):
-        source = doctor_bench.generate(lines)
-        count = 0
-
-        def profile(frame, event, arg):
-            nonlocal count
-            count += event in ("call", "c_call")
-
-        sys.setprofile(profile)
-        try:
-            findings = ddp_doctor.check_source(source, "generated.py")
-        finally:
-            sys.setprofile(None)
+        count, findings = function_calls(doctor_bench.generate(lines))
         assert findings  # it checked something: the prints of a shard's loss
         return count
 
     small, large = calls_made(1000), calls_made(4000)
     print(f"\nfunction calls: {small} for 1,000 lines, {large} for 4,000 ({large / small:.2f} times)")
     assert large / small < 4.6, (small, large)
+
+
+def test_cost_grows_linearly_with_rank_branches():
+    """A count, not a time: one function with n and 4n `if rank == 0: dist.barrier()`, each a DDP011 finding
+    whose twin `if` (`if rank != 0: dist.barrier()`) is looked for in the function. Searching the function
+    for every finding makes the ratio about 16; an index of the function's `if`s, built once, keeps it near 4."""
+    def calls_made(branches):
+        source = ("import torch.distributed as dist\n\n\ndef main(x):\n    rank = dist.get_rank()\n"
+                  + "    if rank == 0:\n        dist.barrier()\n" * branches)
+        count, findings = function_calls(source)
+        assert [f.code for f in findings].count("DDP011") == branches, findings
+        return count
+
+    small, large = calls_made(100), calls_made(400)
+    print(f"\nfunction calls: {small} for 100 rank branches, {large} for 400 ({large / small:.2f} times)")
+    assert large / small < 5, (small, large)
 
 
 def test_evaluation_record_totals_agree_with_its_tables():

@@ -108,31 +108,82 @@ def broadcasts_buffers(m, wrap, scope):
     return m._broadcasts[wrap]
 
 
-def complementary(a, b):
-    """Whether test b is the negation of test a: `not X` / `X`, `r == 0` / `r != 0`, `r < k` / `r >= k`."""
-    for x, y in ((a, b), (b, a)):
-        if isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.Not) and unparse(x.operand) == unparse(y):
-            return True
-    opposite = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE,
-                ast.LtE: ast.Gt, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In}
-    return isinstance(a, ast.Compare) and isinstance(b, ast.Compare) and len(a.ops) == len(b.ops) == 1 and \
-        opposite.get(type(a.ops[0])) is type(b.ops[0]) and unparse(a.left) == unparse(b.left) and \
-        unparse(a.comparators[0]) == unparse(b.comparators[0])
+OPPOSITE = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE,
+            ast.LtE: ast.Gt, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In}
 
 
 def complement_syncs(m, branch, name):
     """Whether the same function has a twin `if`, with another test on the same rank names, that calls the same
     collective: `if rank != 0: barrier()` ... `if rank == 0: barrier()` (rank 0 goes first), or yolov5's
     `if local_rank not in [-1, 0]: barrier()` ... `if local_rank == 0: barrier()`. The doctor cannot count
-    which ranks take which (that takes values), so a pair of complementary-looking tests is taken as one."""
-    tested = rank_names(branch.test)
-    for other in m.statements(m.scope(branch)):
-        if isinstance(other, ast.If) and other is not branch and any(
-                last_name(c) == name for s in other.body for c in calls_in(s)) and (
-                complementary(branch.test, other.test) or (
-                    unparse(branch.test) != unparse(other.test) and tested and rank_names(other.test) == tested)):
+    which ranks take which (that takes values), so a pair of complementary-looking tests is taken as one.
+    Complementary: `not X` / `X`, `r == 0` / `r != 0`, `r < k` / `r >= k`. Looked up in the function's
+    `if`s that call name (TwinIfs), indexed once per function and name: linear in the findings."""
+    scope = m.scope(branch)
+    if not hasattr(m, "_twin_ifs"):
+        m._twin_ifs = {}  # (function, called name) -> TwinIfs
+    if (scope, name) not in m._twin_ifs:
+        m._twin_ifs[(scope, name)] = TwinIfs(ifs_calling(m, scope).get(name, []))
+    return m._twin_ifs[(scope, name)].has_twin(branch)
+
+
+def ifs_calling(m, scope):
+    """{last name of a function called in an `if`'s body: those `if`s, in order} for the `if` statements of one
+    function (or the module), read once per function."""
+    if not hasattr(m, "_ifs_calling"):
+        m._ifs_calling = {}
+    if scope not in m._ifs_calling:
+        found = {}
+        for node in m.statements(scope):
+            if isinstance(node, ast.If):
+                for called in {last_name(c) for s in node.body for c in calls_in(s)}:
+                    found.setdefault(called, []).append(node)
+        m._ifs_calling[scope] = found
+    return m._ifs_calling[scope]
+
+
+class TwinIfs:
+    """Some `if` statements, by what complement_syncs compares of their tests: the text, the text under a
+    `not`, a comparison with one operator as (left text, operator, right text), and the rank names compared."""
+
+    def __init__(self, ifs):
+        self.by_text, self.by_negated, self.by_comparison, self.texts_by_rank_names = {}, {}, {}, {}
+        for node in ifs:
+            text = unparse(node.test)
+            self.by_text.setdefault(text, []).append(node)
+            if is_not(node.test):
+                self.by_negated.setdefault(unparse(node.test.operand), []).append(node)
+            comparison = one_comparison(node.test)
+            if comparison is not None:
+                self.by_comparison.setdefault(comparison, []).append(node)
+            self.texts_by_rank_names.setdefault(frozenset(rank_names(node.test)), set()).add(text)
+
+    def has_twin(self, branch):
+        """Whether another of these `if`s has a test complementary to branch's, or another test of the same rank
+        names."""
+        test, text = branch.test, unparse(branch.test)
+        candidates = [self.by_negated.get(text, [])]  # `if not X:` for `if X:`
+        if is_not(test):
+            candidates.append(self.by_text.get(unparse(test.operand), []))  # `if X:` for `if not X:`
+        comparison = one_comparison(test)
+        if comparison is not None:
+            left, op, right = comparison
+            candidates.append(self.by_comparison.get((left, OPPOSITE.get(op), right), []))
+        if any(node is not branch for found in candidates for node in found):
             return True
-    return False
+        tested = rank_names(test)
+        return bool(tested) and bool(self.texts_by_rank_names.get(frozenset(tested), set()) - {text})
+
+
+def is_not(test):
+    return isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+
+
+def one_comparison(test):
+    """(left text, operator type, right text) of a comparison with one operator, else None."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        return unparse(test.left), type(test.ops[0]), unparse(test.comparators[0])
+    return None
 
 
 def rank_names(test):
