@@ -548,7 +548,7 @@ class Module:
         found = []
         for scope in [None, *self.functions_flat()]:
             found += self.assignments(scope)
-            found += [(dotted(n.target), n.value) for n in self.scope_nodes(scope)
+            found += [(dotted(n.target), n.value) for n in self.statements(scope)
                       if isinstance(n, ast.AugAssign) and dotted(n.target)]
         self._rank_names, self._rank_attrs, self._rank_test_names = names, attrs, set()
         targets = [(name, defs, 0) for name, defs in self.functions.items()] + [  # Trainer(rank) -> __init__
@@ -573,7 +573,7 @@ class Module:
                 break
         self._rank_test_functions = set(getattr(self.folder_call_names, "rank_test_functions", ()))
         for name, defs in self.functions.items():
-            returns = [n.value for d in defs for n in self.scope_nodes(d) if isinstance(n, ast.Return) and n.value]
+            returns = [n.value for d in defs for n in self.statements(d) if isinstance(n, ast.Return) and n.value]
             if returns and all(self.rank_test(r) for r in returns):
                 self._rank_test_functions.add(name)
         self._rank_test_names = {name for name, value in found
@@ -1019,7 +1019,7 @@ class Module:
                         for where in ({scope, None} if not name.startswith("self.") else
                                       {scope, None, *self.functions_flat()}):
                             todo += [v for target, v in self.assignments(where) if target == name]
-                            todo += [n.value for n in self.scope_nodes(where) if isinstance(n, ast.Assign) and any(
+                            todo += [n.value for n in self.statements(where) if isinstance(n, ast.Assign) and any(
                                 isinstance(t, (ast.Tuple, ast.List)) and not isinstance(n.value, (ast.Tuple, ast.List))
                                 and name in {dotted(e) for e in t.elts} for t in n.targets)]  # a, b = make()
                     if len(seen) > 50:
