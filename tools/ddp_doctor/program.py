@@ -865,11 +865,11 @@ class Module:
         key = (block, field)
         if key not in self._first_exit:
             siblings = getattr(block, field)
-            self._first_exit[key] = next(
-                (i for i, s in enumerate(siblings) if isinstance(s, ast.If) and self.mentions_rank(s.test) and
-                 self.test_polarity(s.test) is None and any(
+            self._first_exit[key] = next(  # (the body first: most `if`s exit nothing, and it costs least)
+                (i for i, s in enumerate(siblings) if isinstance(s, ast.If) and any(
                     isinstance(b, (ast.Return, ast.Continue, ast.Raise)) or
-                    (isinstance(b, ast.Expr) and last_name(b.value) in ("exit", "_exit")) for b in s.body)),
+                    (isinstance(b, ast.Expr) and last_name(b.value) in ("exit", "_exit")) for b in s.body) and
+                 self.mentions_rank(s.test) and self.test_polarity(s.test) is None),
                 len(siblings))
         return self._first_exit[key]
 
@@ -887,9 +887,9 @@ class Module:
                 if key not in self._first_exit:
                     siblings = getattr(self.parent[a], field)
                     self._first_exit[key] = next(
-                        (i for i, s in enumerate(siblings) if isinstance(s, ast.If) and
-                         self.rank_test(s.test, every=True) and any(
-                             isinstance(b, (ast.Return, ast.Continue)) for b in s.body)),
+                        (i for i, s in enumerate(siblings) if isinstance(s, ast.If) and any(
+                            isinstance(b, (ast.Return, ast.Continue)) for b in s.body) and
+                         self.rank_test(s.test, every=True)),  # (the body first, as in first_rank_exit)
                         len(siblings))
                 if self._first_exit[key] < index:
                     return getattr(self.parent[a], field)[self._first_exit[key]]
