@@ -208,8 +208,116 @@ def rule_load_without_map_location(m):
     for call in torch_loads(m):
         if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2 and \
                 not m.locally_guarded(call) and not m.before_group(call) and not other_branch_maps(m, call) and \
-                not names_rank(m, call) and not m.behind_unset_flag(call) and not loads_cpu_files(m, call):
+                not names_rank(m, call) and not m.behind_unset_flag(call) and not loads_cpu_files(m, call) and \
+                loads_own_gpu_save(m, call):
             yield call, "DDP008", ""  # (a load that one rank does, or that runs before the group forms, is fine)
+
+
+NOT_TENSORS = re.compile(r"sched|lr_|warmup", re.I)  # a scheduler's state: numbers, no tensors
+EXTERNAL = re.compile(r"pretrain|pre_train|backbone|imagenet|embed|hub|url|download", re.I)
+FILE_NAME = re.compile(r"([\w.-]*\.(?:pth?|pt|ckpt|tar|bin|safetensors))\b")
+PLAIN = {"self", "module", "model_to_save", "state_dict"}
+
+
+def path_texts(m, scope, expr):
+    """The text of a path expression, with the values of the names it uses that its function assigns."""
+    if expr is None:
+        return []
+    texts = [unparse(expr)]
+    names = {n.id for n in walk(expr) if isinstance(n, ast.Name)}
+    texts += [unparse(v) for name, v in m.assignments(scope) if name in names]
+    return texts
+
+
+def gpu_saves(m):
+    """What the file's torch.save calls that write GPU tensors save: (path texts, owners, keys) for each save
+    of a state_dict() (a model's, an optimizer's, a DDP wrapper's; not a scheduler's) not moved to the CPU.
+    owners: the names around the objects whose state_dict() it saves; keys: the dict keys that hold one."""
+    if hasattr(m, "_gpu_saves"):
+        return m._gpu_saves
+    found = []
+    for save in m.named_calls("save"):
+        if dotted(save.func) != "torch.save" or not save.args or saves_cpu_tensors(m, save):
+            continue
+        scope = m.scope(save)
+        saved = [save.args[0]]
+        if isinstance(save.args[0], ast.Name):
+            saved += [v for name, v in m.assignments(scope) if name == save.args[0].id]
+            saved += [node.value for node in m.statements(scope) if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Subscript) and dotted(t.value) == save.args[0].id for t in node.targets)]
+        owners, keys = set(), set()
+        for expr in saved:
+            for c in calls_in(expr):
+                if last_name(c) == "state_dict" and isinstance(c.func, ast.Attribute) and \
+                        not text_mentions(c.func.value, NOT_TENSORS):
+                    objects = [c.func.value] + [v for name, v in m.assignments(scope) if name == dotted(c.func.value)]
+                    owners.update(n.id if isinstance(n, ast.Name) else n.attr for o in objects for n in walk(o)
+                                  if isinstance(n, (ast.Name, ast.Attribute)))
+            for d in walk(expr):
+                if isinstance(d, ast.Dict):
+                    keys.update(k.value for k, v in zip(d.keys, d.values) if isinstance(k, ast.Constant) and any(
+                        last_name(c) == "state_dict" for c in calls_in(v)))
+        if owners:
+            target = save.args[1] if len(save.args) > 1 else keyword(save, "f")
+            found.append((path_texts(m, scope, target), owners - PLAIN, keys))
+    m._gpu_saves = found
+    return found
+
+
+def loads_own_gpu_save(m, call):
+    """Whether a load reads a file that the program itself writes with GPU tensors (DDP008 is reported only
+    then): a save of a state_dict() not moved to the CPU, in this file or another file of the folder, to the
+    same path expression or a path with the same file name (`checkpoint.pth`); or a load that feeds
+    load_state_dict of an object whose state_dict the program saves (`model.load_state_dict(ckpt["net"])` after
+    saving `{"net": model.state_dict()}`), unless its path names an outside file (pretrained, embedding).
+    Files the program does not write (pretrained weights), files with no tensors (a scheduler's state, cached
+    Python objects) are not its concern: their device is not visible in the code."""
+    saves = gpu_saves(m)
+    folder = getattr(m.folder_call_names, "gpu_saves", ())  # (file names, owners) from the folder's files
+    if not saves and not folder:
+        return False
+    scope = m.scope(call)
+    path = call.args[0] if call.args else keyword(call, "f")
+    texts = path_texts(m, scope, path)
+    names = {n for t in texts for n in FILE_NAME.findall(t)}
+    for save_texts, _, _ in saves:
+        if set(texts) & set(save_texts) or names & {n for t in save_texts for n in FILE_NAME.findall(t)}:
+            return True
+    if any(names & set(files) for files, _ in folder):
+        return True
+    if any(text_mentions(e, EXTERNAL) for e in ([path] if path is not None else [])) or \
+            any(EXTERNAL.search(t) for t in texts):
+        return False
+    owners = {o for _, os_, _ in saves for o in os_} | {o for _, os_ in folder for o in os_}
+    keys = {k for _, _, ks in saves for k in ks}
+    feeds = m.parent.get(call)
+    key = None
+    if isinstance(feeds, ast.Subscript):  # torch.load(p)["model"]
+        key, feeds = feeds.slice, m.parent.get(feeds)
+    target = None
+    if isinstance(feeds, ast.Call) and last_name(feeds) == "load_state_dict" and isinstance(feeds.func, ast.Attribute):
+        target = feeds.func.value
+    elif isinstance(feeds, ast.Assign) and len(feeds.targets) == 1 and isinstance(feeds.targets[0], ast.Name):
+        loaded = feeds.targets[0].id  # ckpt = torch.load(p); model.load_state_dict(ckpt["net"])
+        for c in m.named_calls("load_state_dict"):
+            if m.scope(c) is scope and c.args and isinstance(c.func, ast.Attribute):
+                arg = c.args[0]
+                if isinstance(arg, ast.Subscript) and dotted(arg.value) == loaded and \
+                        isinstance(arg.slice, ast.Constant) and arg.slice.value in keys:
+                    return True
+                if dotted(arg) == loaded and _owned(c.func.value, owners):
+                    return True
+        return False
+    if target is None:
+        return False
+    if key is not None and isinstance(key, ast.Constant) and key.value in keys:
+        return True
+    return _owned(target, owners)
+
+
+def _owned(target, owners):
+    parts = {n.id if isinstance(n, ast.Name) else n.attr for n in walk(target) if isinstance(n, (ast.Name, ast.Attribute))}
+    return bool((parts - PLAIN) & owners)
 
 
 OPTIMIZER = re.compile(r"optim|scheduler", re.I)
