@@ -316,7 +316,8 @@ def loads_own_gpu_save(m, call):
 
 
 def _owned(target, owners):
-    parts = {n.id if isinstance(n, ast.Name) else n.attr for n in walk(target) if isinstance(n, (ast.Name, ast.Attribute))}
+    parts = {n.id if isinstance(n, ast.Name) else n.attr for n in walk(target)
+             if isinstance(n, (ast.Name, ast.Attribute))}
     return bool((parts - PLAIN) & owners)
 
 
