@@ -262,7 +262,7 @@ RANK_TEST_FUNCTION = re.compile(r"^def[ \t]+(\w+)\(\)[^\n]*:[ \t]*\n(?:[ \t]+(?:
 
 
 STATE_DICT_OWNER = re.compile(r"(\w+)(?:\.module)?\.state_dict\(\)")
-SAVED_FILE_NAME = re.compile(r"([\w.-]*\.(?:pth?|pt|ckpt|tar|bin|safetensors))\b")
+SAVED_FILE_NAME = re.compile(r"([\w.{}%-]*\.(?:pth?|pt|ckpt|tar|bin|safetensors))\b")
 NO_TENSORS = re.compile(r"sched|lr_|warmup", re.I)
 
 

@@ -215,7 +215,22 @@ def rule_load_without_map_location(m):
 
 NOT_TENSORS = re.compile(r"sched|lr_|warmup", re.I)  # a scheduler's state: numbers, no tensors
 EXTERNAL = re.compile(r"pretrain|pre_train|backbone|imagenet|embed|hub|url|download", re.I)
-FILE_NAME = re.compile(r"([\w.-]*\.(?:pth?|pt|ckpt|tar|bin|safetensors))\b")
+FILE_NAME = re.compile(r"([\w.{}%-]*\.(?:pth?|pt|ckpt|tar|bin|safetensors))\b")
+PLACEHOLDER = re.compile(r"\{[^{}]*\}|%[-\d.]*[sdif]")
+
+
+def same_file_name(a, b):
+    """Whether two file names from path texts can name one file: equal, or one a pattern of the other with
+    placeholders (`epoch_{}.pth`, `epoch_%d.pth`, f"epoch_{epoch}.pth") that has some text of its own."""
+    if a == b:
+        return True
+    for pattern, name in ((a, b), (b, a)):
+        if PLACEHOLDER.search(pattern) and not PLACEHOLDER.search(name):
+            parts = PLACEHOLDER.split(pattern)
+            if len("".join(parts).rpartition(".")[0]) >= 3 and \
+                    re.fullmatch(r"[\w.-]+".join(map(re.escape, parts)), name):
+                return True
+    return False
 PLAIN = {"self", "module", "model_to_save", "state_dict"}
 
 
@@ -280,10 +295,10 @@ def loads_own_gpu_save(m, call):
     path = call.args[0] if call.args else keyword(call, "f")
     texts = path_texts(m, scope, path)
     names = {n for t in texts for n in FILE_NAME.findall(t)}
-    for save_texts, _, _ in saves:
-        if set(texts) & set(save_texts) or names & {n for t in save_texts for n in FILE_NAME.findall(t)}:
-            return True
-    if any(names & set(files) for files, _ in folder):
+    saved_names = {n for save_texts, _, _ in saves for t in save_texts for n in FILE_NAME.findall(t)}
+    saved_names |= {n for files, _ in folder for n in files}
+    if any(set(texts) & set(save_texts) for save_texts, _, _ in saves) or \
+            any(same_file_name(a, b) for a in names for b in saved_names):
         return True
     if any(text_mentions(e, EXTERNAL) for e in ([path] if path is not None else [])) or \
             any(EXTERNAL.search(t) for t in texts):
