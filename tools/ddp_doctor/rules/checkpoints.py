@@ -245,15 +245,17 @@ def path_texts(m, scope, expr):
 
 
 def gpu_saves(m):
-    """What the file's torch.save calls that write GPU tensors save: (path texts, owners, keys) for each save
+    """What the file's torch.save calls (and calls of save helpers given a dict) that write
+    GPU tensors save: (path texts, owners, keys) for each save
     of a state_dict() (a model's, an optimizer's, a DDP wrapper's; not a scheduler's) not moved to the CPU.
     owners: the names around the objects whose state_dict() it saves; keys: the dict keys that hold one."""
     if hasattr(m, "_gpu_saves"):
         return m._gpu_saves
     found = []
-    for save in m.named_calls("save"):
-        if dotted(save.func) != "torch.save" or not save.args or saves_cpu_tensors(m, save):
-            continue
+    for save in m.named_calls(*[name for name in m.calls_named if "save" in name.lower()]):
+        if not save.args or saves_cpu_tensors(m, save) or (
+                dotted(save.func) != "torch.save" and not isinstance(save.args[0], (ast.Dict, ast.Name))):
+            continue  # torch.save, or a save helper given a dict (save_checkpoint({...}, path))
         scope = m.scope(save)
         saved = [save.args[0]]
         if isinstance(save.args[0], ast.Name):
