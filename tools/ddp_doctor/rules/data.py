@@ -65,7 +65,9 @@ RULES = {
                "a __getitem__ of the file); silent where any seed in the file mixes in the rank or goes through a "
                "seeding helper the doctor cannot read (which may add the rank), where the seed is "
                "set in the function that spawns the ranks (a spawned rank starts from torch's own random seed), "
-               "or where the loader gets generator=, worker_init_fn or **kwargs.",
+               "or where the loader gets generator=, worker_init_fn or **kwargs, or is built by one process only "
+               "(the single-process side of a \"distributed or not\" test, such as the `else` of `if "
+               "args.use_ddp:`, or inside a rank test).",
                "12 · Real data under DDP"),
 }
 
@@ -361,6 +363,8 @@ def rule_workers_seeded_alike(m):
         if any(k.arg is None or (k.arg in ("generator", "worker_init_fn") and not is_const(k.value, None))
                for k in call.keywords):
             continue  # (generator=None, worker_init_fn=None: the defaults, spelt out)
+        if m.locally_guarded(call):
+            continue  # one process builds it: the `else` of `if args.distributed:` (a single-process run), or rank 0
         workers = keyword(call, "num_workers")
         if workers is None or is_const(workers, 0) or (isinstance(workers, ast.Constant) and not workers.value):
             continue  # no workers: the main process draws (the same on every rank, but another fix: reseed per rank)
