@@ -39,7 +39,8 @@ RULES = {
                "the metric is close, not exact.",
                "Shard without padding (rank r takes r, r + N, ...) and sum the counts, or gather (index, "
                "result) and count each index once. Conservative: only a sampler over a dataset named "
-               "val/test/eval, without drop_last=True, in a file (and folder) that combines values over the ranks "
+               "val/test/eval that feeds a loader the script uses, without drop_last=True, in a file (and "
+               "folder) that combines values over the ranks "
                "(a reduce, a sum over ranks) but gathers nothing, and never tests "
                "len(...) % ... itself.",
                "05 · Rank-aware training"),
@@ -209,6 +210,7 @@ def rule_padded_evaluation(m):
         if data is None or is_const(keyword(call, "drop_last"), True):
             continue
         sites = [call] if text_mentions(data, evalish) else helper_calls_on(m, call, data, evalish)
+        sites = [site for site in sites if feeds_used_loader(m, site)]
         if not sites:
             continue
         if any("gather" in name for name in m.call_names | m.folder_call_names):
@@ -248,6 +250,25 @@ def used(m, call):
     return any(dotted(n) == name and isinstance(getattr(n, "ctx", None), ast.Load) and
                not isinstance(m.parent.get(n), ast.Compare) for n in m.scope_nodes(m.scope(call))
                if isinstance(n, (ast.Name, ast.Attribute)))
+
+
+def feeds_used_loader(m, call):
+    """Whether a sampler (or what a helper call returns) reaches a loader that something uses: bound to a name,
+    it must be read, and a DataLoader of its function given that name must be used itself (`_test_loader =
+    DataLoader(test_set, sampler=test_sampler)`, never iterated, evaluates nothing)."""
+    if not used(m, call):
+        return False
+    parent = m.parent.get(call)
+    if isinstance(parent, ast.keyword):
+        parent = m.parent.get(parent)
+    if isinstance(parent, ast.Call) and last_name(parent) == "DataLoader":
+        return used(m, parent)  # DataLoader(val_set, sampler=DistributedSampler(val_set))
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1):
+        return True
+    name = dotted(parent.targets[0])
+    loaders = [c for c in m.named_calls("DataLoader") if m.scope(c) == m.scope(call) and
+               any(dotted(a) == name for a in [*c.args, *(k.value for k in c.keywords)])]
+    return not loaders or any(used(m, c) for c in loaders)
 
 
 COMBINES = re.compile(r"reduce|dist_sum|sum_over|all_sum", re.I)  # calls that combine values over the ranks
