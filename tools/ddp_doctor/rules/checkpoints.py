@@ -66,7 +66,9 @@ RULES = {
                "so epoch E is trained a second time (and its sampler order repeats).",
                "Start at checkpoint['epoch'] + 1, or store epoch + 1 ('the next epoch') and say so in the "
                "key's name. Conservative: only when the file stores the loop's epoch as it is and starts a "
-               "range() from the loaded value as it is.",
+               "range() from the loaded value as it is; silent for a checkpoint written inside the epoch (in a loop "
+               "nested in the epoch loop) that stores beside the epoch where in it to restart (that loop's "
+               "variable, or a start/step/batch/group key): the epoch in progress, not a finished one.",
                "05 · Rank-aware training; 08 · Fault tolerance"),
     "DDP021": ("zero-state-not-consolidated", "{detail}.state_dict() of a ZeroRedundancyOptimizer that nothing "
                "consolidates: it raises on every rank",
@@ -480,10 +482,13 @@ def rule_resume_repeats_epoch(m):
         return isinstance(value, ast.Name) and value.id in loop_vars
 
     saved = saved_values(m)
+    epoch_loops = set(m.epoch_loops())
     stored = set()  # the keys under which a saved dict stores the finished epoch
     for node in m.of_type(ast.Dict, ast.Call, ast.Assign):
         if node not in saved:
             continue  # a log line's dict(epoch=epoch, ...) is not the checkpoint
+        if isinstance(node, (ast.Dict, ast.Call)) and mid_epoch_position(m, node, epoch_loops):
+            continue  # saved inside the epoch, with where in it to restart: the epoch in progress, not a finished one
         if isinstance(node, ast.Dict):
             stored |= {k.value for k, v in zip(node.keys, node.values) if epoch_key(k) and finished_epoch(v)}
         elif isinstance(node, ast.Call) and dotted(node.func) == "dict":
@@ -504,6 +509,35 @@ def rule_resume_repeats_epoch(m):
             start = it.args[0]
             if loaded_epoch(start) or dotted(start) in from_checkpoint:
                 yield start, "DDP020", ""
+
+
+POSITION = re.compile(r"start|resume|step|batch|iter|idx|index|offset|position|group|shard|chunk", re.I)
+
+
+def mid_epoch_position(m, node, epoch_loops):
+    """Whether a saved dict is built inside a loop nested in the epoch loop (mid-epoch) and stores, beside the
+    epoch, where in the epoch to restart: that inner loop's variable (`"start_group": group_idx`), or a value
+    under a key that names a position (`"batch_idx": ...`, `"resume_step": ...`). Such a checkpoint stores the
+    epoch in progress on purpose: resuming at it, from that position, repeats nothing."""
+    inner, child, parent = set(), node, m.parent.get(node)
+    while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        if parent in epoch_loops:
+            break
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)) and child is not getattr(parent, "iter", None):
+            inner.add(parent)
+        child, parent = parent, m.parent.get(parent)
+    else:
+        return False
+    if not inner:
+        return False
+    names = {n.id for loop in inner if isinstance(loop, (ast.For, ast.AsyncFor))
+             for n in walk(loop.target) if isinstance(n, ast.Name)}
+    if isinstance(node, ast.Dict):
+        items = [(k.value if isinstance(k, ast.Constant) else "", v) for k, v in zip(node.keys, node.values)]
+    else:
+        items = [(k.arg or "", k.value) for k in node.keywords]
+    return any(isinstance(v, ast.Name) and v.id in names or (
+        isinstance(key, str) and POSITION.search(key) and not re.search("epoch", key, re.I)) for key, v in items)
 
 
 def rule_zero_state_not_consolidated(m):
