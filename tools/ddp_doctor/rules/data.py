@@ -256,19 +256,31 @@ def feeds_used_loader(m, call):
     """Whether a sampler (or what a helper call returns) reaches a loader that something uses: bound to a name,
     it must be read, and a DataLoader of its function given that name must be used itself (`_test_loader =
     DataLoader(test_set, sampler=test_sampler)`, never iterated, evaluates nothing)."""
-    if not used(m, call):
+    if not used_within(m, call):
         return False
     parent = m.parent.get(call)
     if isinstance(parent, ast.keyword):
         parent = m.parent.get(parent)
     if isinstance(parent, ast.Call) and last_name(parent) == "DataLoader":
-        return used(m, parent)  # DataLoader(val_set, sampler=DistributedSampler(val_set))
+        return used_within(m, parent)  # DataLoader(val_set, sampler=DistributedSampler(val_set))
     if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1):
         return True
     name = dotted(parent.targets[0])
     loaders = [c for c in m.named_calls("DataLoader") if m.scope(c) == m.scope(call) and
                any(dotted(a) == name for a in [*c.args, *(k.value for k in c.keywords)])]
-    return not loaders or any(used(m, c) for c in loaders)
+    return not loaders or any(used_within(m, c) for c in loaders)
+
+
+def used_within(m, call):
+    """used(), counting reads in the functions nested in the call's function too (a `def validate():` that
+    iterates the loader the enclosing function built)."""
+    parent = m.parent.get(call)
+    if used(m, call) or not (isinstance(parent, ast.Assign) and len(parent.targets) == 1):
+        return True
+    name, scope = dotted(parent.targets[0]), m.scope(call)
+    return any(dotted(n) == name and isinstance(getattr(n, "ctx", None), ast.Load) and
+               not isinstance(m.parent.get(n), ast.Compare) for n in walk(scope or m.tree)
+               if isinstance(n, (ast.Name, ast.Attribute)))
 
 
 COMBINES = re.compile(r"reduce|dist_sum|sum_over|all_sum", re.I)  # calls that combine values over the ranks
