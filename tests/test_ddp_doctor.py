@@ -432,7 +432,7 @@ def test_a_folder_is_read_as_one_program_for_the_gather_of_an_evaluation(tmp_pat
         "import torch.distributed as dist\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
         "dist.init_process_group('gloo')\n"
         "val_loader = DataLoader(val_set, sampler=DistributedSampler(val_set, shuffle=False))\n"
-        "dist.all_reduce(counts)\n")
+        "counts = sum(len(batch) for batch in val_loader)\ndist.all_reduce(counts)\n")
     alone = doctor("--format", "json", tmp_path / "main.py")
     assert [f["code"] for f in json.loads(alone.stdout)["findings"]] == ["DDP018"], alone.stdout
     (tmp_path / "evaluator.py").write_text("import torch.distributed as dist\n\n\ndef merge(results):\n"

@@ -261,6 +261,27 @@ RANK_TEST_FUNCTION = re.compile(r"^def[ \t]+(\w+)\(\)[^\n]*:[ \t]*\n(?:[ \t]+(?:
                                 r"[ \t]+return[ \t]+[^\n]*" + RANK_READ + r"[ \t]*(?:==|!=)[ \t]*0\b", re.M)
 
 
+STATE_DICT_OWNER = re.compile(r"(\w+)(?:\.module)?\.state_dict\(\)")
+SAVED_FILE_NAME = re.compile(r"([\w.{}%-]*\.(?:pth?|pt|ckpt|tar|bin|safetensors))\b")
+NO_TENSORS = re.compile(r"sched|lr_|warmup", re.I)
+
+
+def gpu_saves_in(text):
+    """(file names, owners) of each torch.save( call in a file's text that saves a state_dict() (not a
+    scheduler's) with nothing moved to the CPU: its call text, read to its closing parenthesis."""
+    found = []
+    for match in TORCH_SAVE.finditer(text):
+        depth, end = 1, match.end()
+        while depth and end < len(text) and end - match.end() < 2000:
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        call = text[match.end():end]
+        owners = {o for o in STATE_DICT_OWNER.findall(call) if not NO_TENSORS.search(o)}
+        if owners and ".cpu()" not in call and "'cpu'" not in call and '"cpu"' not in call:
+            found.append((frozenset(SAVED_FILE_NAME.findall(call)), frozenset(owners - {"self", "module"})))
+    return found
+
+
 def folder_facts(paths):
     """For each file of a folder given on the command line: what the folder's other files say, read once per
     folder (a folder is one program: a gather in utils.py counts for the evaluation in main.py). Today: the
@@ -271,7 +292,7 @@ def folder_facts(paths):
             files = list(files_under([root]))
             names, classes, rank_attributes, rank_tests = set(), {}, set(), set()
             local = spawns = False  # the rendezvous on this machine, processes started by mp.spawn
-            saves, built = 0, set()
+            saves, built, gpu_saves = 0, set(), []
             for path in files:
                 if path.suffix == ".py":
                     try:
@@ -285,12 +306,14 @@ def folder_facts(paths):
                     local = local or bool(LOCAL_RENDEZVOUS.search(text))
                     spawns = spawns or bool(SPAWNS.search(text))
                     saves += len(TORCH_SAVE.findall(text))
+                    gpu_saves.extend(gpu_saves_in(COMMENT.sub("", text)))
                     classes.update(class_bodies(text))
             shared = FolderFacts(names)
             shared.buffered_classes = buffered_classes(classes)
             shared.rank_attributes, shared.rank_test_functions = frozenset(rank_attributes), frozenset(rank_tests)
             shared.single_node = local and spawns
             shared.torch_saves, shared.built = saves, frozenset(built)
+            shared.gpu_saves = tuple(gpu_saves)
             facts.update((path, shared) for path in files)
     return facts
 
@@ -303,6 +326,7 @@ class FolderFacts(frozenset):
     rank_test_functions = frozenset()  # helpers that return a rank test: `def is_main_process(): return ...`
     single_node = False  # MASTER_ADDR = "localhost" (or tcp://127.0.0.1:...) and mp.spawn: one machine
     torch_saves = None  # how many torch.save( the folder's files write
+    gpu_saves = ()  # (file names, owners) of each torch.save( of a state_dict() not moved to the CPU
     built = frozenset()  # the names called in code (not `class Net(`, `def f(`, nor in a comment): Net() builds one
 
 

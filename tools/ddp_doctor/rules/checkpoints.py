@@ -34,7 +34,14 @@ RULES = {
                "without map_location, every rank puts its copy on GPU 0: memory there runs out, and the "
                "other ranks' tensors sit on the wrong device.",
                "torch.load(path, map_location='cpu', weights_only=True) (load_state_dict then copies to the "
-               "model's device), or map_location=device. Silent for a load inside a rank test (one rank "
+               "model's device), or map_location=device. Reported only for a load of a file that the program "
+               "itself writes with GPU tensors: a state_dict() of a model, an optimizer or the DDP wrapper "
+               "saved (in the file or another file of its folder) without moving it to the CPU, read back by "
+               "the same path expression or file name (`checkpoint.pth`, `epoch_{}.pth`), or loaded into "
+               "load_state_dict of an object whose state_dict it saves. Files the program does not write "
+               "(pretrained weights, embeddings from elsewhere) and files that hold no tensors (a scheduler's "
+               "state, cached Python objects) are not reported at any level: their device is not visible in "
+               "the code. Silent too for a load inside a rank test (one rank "
                "loads, DDP broadcasts its weights), for one before init_process_group in the same function, "
                "for one whose `if` passes map_location in its other branch (a choice made per branch), and for "
                "one under `if flag:` where flag is a parameter that defaults to False and that no call in the "
@@ -66,7 +73,9 @@ RULES = {
                "so epoch E is trained a second time (and its sampler order repeats).",
                "Start at checkpoint['epoch'] + 1, or store epoch + 1 ('the next epoch') and say so in the "
                "key's name. Conservative: only when the file stores the loop's epoch as it is and starts a "
-               "range() from the loaded value as it is.",
+               "range() from the loaded value as it is; silent for a checkpoint written inside the epoch (in a loop "
+               "nested in the epoch loop) that stores beside the epoch where in it to restart (that loop's "
+               "variable, or a start/step/batch/group key): the epoch in progress, not a finished one.",
                "05 · Rank-aware training; 08 · Fault tolerance"),
     "DDP021": ("zero-state-not-consolidated", "{detail}.state_dict() of a ZeroRedundancyOptimizer that nothing "
                "consolidates: it raises on every rank",
@@ -208,8 +217,134 @@ def rule_load_without_map_location(m):
     for call in torch_loads(m):
         if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2 and \
                 not m.locally_guarded(call) and not m.before_group(call) and not other_branch_maps(m, call) and \
-                not names_rank(m, call) and not m.behind_unset_flag(call) and not loads_cpu_files(m, call):
+                not names_rank(m, call) and not m.behind_unset_flag(call) and not loads_cpu_files(m, call) and \
+                loads_own_gpu_save(m, call):
             yield call, "DDP008", ""  # (a load that one rank does, or that runs before the group forms, is fine)
+
+
+NOT_TENSORS = re.compile(r"sched|lr_|warmup", re.I)  # a scheduler's state: numbers, no tensors
+EXTERNAL = re.compile(r"pretrain|pre_train|backbone|imagenet|embed|hub|url|download", re.I)
+FILE_NAME = re.compile(r"([\w.{}%-]*\.(?:pth?|pt|ckpt|tar|bin|safetensors))\b")
+PLACEHOLDER = re.compile(r"\{[^{}]*\}|%[-\d.]*[sdif]")
+
+
+def same_file_name(a, b):
+    """Whether two file names from path texts can name one file: equal, or one a pattern of the other with
+    placeholders (`epoch_{}.pth`, `epoch_%d.pth`, f"epoch_{epoch}.pth") that has some text of its own."""
+    if a == b:
+        return True
+    for pattern, name in ((a, b), (b, a)):
+        if PLACEHOLDER.search(pattern) and not PLACEHOLDER.search(name):
+            parts = PLACEHOLDER.split(pattern)
+            if len("".join(parts).rpartition(".")[0]) >= 3 and \
+                    re.fullmatch(r"[\w.-]+".join(map(re.escape, parts)), name):
+                return True
+    return False
+PLAIN = {"self", "module", "model_to_save", "state_dict"}
+
+
+def path_texts(m, scope, expr):
+    """The text of a path expression, with the values of the names it uses that its function assigns."""
+    if expr is None:
+        return []
+    texts = [unparse(expr)]
+    names = {n.id for n in walk(expr) if isinstance(n, ast.Name)}
+    texts += [unparse(v) for name, v in m.assignments(scope) if name in names]
+    return texts
+
+
+def gpu_saves(m):
+    """What the file's torch.save calls (and calls of save helpers given a dict) that write
+    GPU tensors save: (path texts, owners, keys) for each save
+    of a state_dict() (a model's, an optimizer's, a DDP wrapper's; not a scheduler's) not moved to the CPU.
+    owners: the names around the objects whose state_dict() it saves; keys: the dict keys that hold one."""
+    if hasattr(m, "_gpu_saves"):
+        return m._gpu_saves
+    found = []
+    for save in m.named_calls(*[name for name in m.calls_named if "save" in name.lower()]):
+        if not save.args or saves_cpu_tensors(m, save) or (
+                dotted(save.func) != "torch.save" and not isinstance(save.args[0], (ast.Dict, ast.Name))):
+            continue  # torch.save, or a save helper given a dict (save_checkpoint({...}, path))
+        scope = m.scope(save)
+        saved = [save.args[0]]
+        if isinstance(save.args[0], ast.Name):
+            saved += [v for name, v in m.assignments(scope) if name == save.args[0].id]
+            saved += [node.value for node in m.statements(scope) if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Subscript) and dotted(t.value) == save.args[0].id for t in node.targets)]
+        owners, keys = set(), set()
+        for expr in saved:
+            for c in calls_in(expr):
+                if last_name(c) == "state_dict" and isinstance(c.func, ast.Attribute) and \
+                        not text_mentions(c.func.value, NOT_TENSORS):
+                    objects = [c.func.value] + [v for name, v in m.assignments(scope) if name == dotted(c.func.value)]
+                    owners.update(n.id if isinstance(n, ast.Name) else n.attr for o in objects for n in walk(o)
+                                  if isinstance(n, (ast.Name, ast.Attribute)))
+            for d in walk(expr):
+                if isinstance(d, ast.Dict):
+                    keys.update(k.value for k, v in zip(d.keys, d.values) if isinstance(k, ast.Constant) and any(
+                        last_name(c) == "state_dict" for c in calls_in(v)))
+        if owners:
+            target = save.args[1] if len(save.args) > 1 else keyword(save, "f")
+            found.append((path_texts(m, scope, target), owners - PLAIN, keys))
+    m._gpu_saves = found
+    return found
+
+
+def loads_own_gpu_save(m, call):
+    """Whether a load reads a file that the program itself writes with GPU tensors (DDP008 is reported only
+    then): a save of a state_dict() not moved to the CPU, in this file or another file of the folder, to the
+    same path expression or a path with the same file name (`checkpoint.pth`); or a load that feeds
+    load_state_dict of an object whose state_dict the program saves (`model.load_state_dict(ckpt["net"])` after
+    saving `{"net": model.state_dict()}`), unless its path names an outside file (pretrained, embedding).
+    Files the program does not write (pretrained weights), files with no tensors (a scheduler's state, cached
+    Python objects) are not its concern: their device is not visible in the code."""
+    saves = gpu_saves(m)
+    folder = getattr(m.folder_call_names, "gpu_saves", ())  # (file names, owners) from the folder's files
+    if not saves and not folder:
+        return False
+    scope = m.scope(call)
+    path = call.args[0] if call.args else keyword(call, "f")
+    texts = path_texts(m, scope, path)
+    names = {n for t in texts for n in FILE_NAME.findall(t)}
+    saved_names = {n for save_texts, _, _ in saves for t in save_texts for n in FILE_NAME.findall(t)}
+    saved_names |= {n for files, _ in folder for n in files}
+    if any(set(texts) & set(save_texts) for save_texts, _, _ in saves) or \
+            any(same_file_name(a, b) for a in names for b in saved_names):
+        return True
+    if any(text_mentions(e, EXTERNAL) for e in ([path] if path is not None else [])) or \
+            any(EXTERNAL.search(t) for t in texts):
+        return False
+    owners = {o for _, os_, _ in saves for o in os_} | {o for _, os_ in folder for o in os_}
+    keys = {k for _, _, ks in saves for k in ks}
+    feeds = m.parent.get(call)
+    key = None
+    if isinstance(feeds, ast.Subscript):  # torch.load(p)["model"]
+        key, feeds = feeds.slice, m.parent.get(feeds)
+    target = None
+    if isinstance(feeds, ast.Call) and last_name(feeds) == "load_state_dict" and isinstance(feeds.func, ast.Attribute):
+        target = feeds.func.value
+    elif isinstance(feeds, ast.Assign) and len(feeds.targets) == 1 and isinstance(feeds.targets[0], ast.Name):
+        loaded = feeds.targets[0].id  # ckpt = torch.load(p); model.load_state_dict(ckpt["net"])
+        for c in m.named_calls("load_state_dict"):
+            if m.scope(c) is scope and c.args and isinstance(c.func, ast.Attribute):
+                arg = c.args[0]
+                if isinstance(arg, ast.Subscript) and dotted(arg.value) == loaded and \
+                        isinstance(arg.slice, ast.Constant) and arg.slice.value in keys:
+                    return True
+                if dotted(arg) == loaded and _owned(c.func.value, owners):
+                    return True
+        return False
+    if target is None:
+        return False
+    if key is not None and isinstance(key, ast.Constant) and key.value in keys:
+        return True
+    return _owned(target, owners)
+
+
+def _owned(target, owners):
+    parts = {n.id if isinstance(n, ast.Name) else n.attr for n in walk(target)
+             if isinstance(n, (ast.Name, ast.Attribute))}
+    return bool((parts - PLAIN) & owners)
 
 
 OPTIMIZER = re.compile(r"optim|scheduler", re.I)
@@ -354,10 +489,13 @@ def rule_resume_repeats_epoch(m):
         return isinstance(value, ast.Name) and value.id in loop_vars
 
     saved = saved_values(m)
+    epoch_loops = set(m.epoch_loops())
     stored = set()  # the keys under which a saved dict stores the finished epoch
     for node in m.of_type(ast.Dict, ast.Call, ast.Assign):
         if node not in saved:
             continue  # a log line's dict(epoch=epoch, ...) is not the checkpoint
+        if isinstance(node, (ast.Dict, ast.Call)) and mid_epoch_position(m, node, epoch_loops):
+            continue  # saved inside the epoch, with where in it to restart: the epoch in progress, not a finished one
         if isinstance(node, ast.Dict):
             stored |= {k.value for k, v in zip(node.keys, node.values) if epoch_key(k) and finished_epoch(v)}
         elif isinstance(node, ast.Call) and dotted(node.func) == "dict":
@@ -378,6 +516,35 @@ def rule_resume_repeats_epoch(m):
             start = it.args[0]
             if loaded_epoch(start) or dotted(start) in from_checkpoint:
                 yield start, "DDP020", ""
+
+
+POSITION = re.compile(r"start|resume|step|batch|iter|idx|index|offset|position|group|shard|chunk", re.I)
+
+
+def mid_epoch_position(m, node, epoch_loops):
+    """Whether a saved dict is built inside a loop nested in the epoch loop (mid-epoch) and stores, beside the
+    epoch, where in the epoch to restart: that inner loop's variable (`"start_group": group_idx`), or a value
+    under a key that names a position (`"batch_idx": ...`, `"resume_step": ...`). Such a checkpoint stores the
+    epoch in progress on purpose: resuming at it, from that position, repeats nothing."""
+    inner, child, parent = set(), node, m.parent.get(node)
+    while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        if parent in epoch_loops:
+            break
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)) and child is not getattr(parent, "iter", None):
+            inner.add(parent)
+        child, parent = parent, m.parent.get(parent)
+    else:
+        return False
+    if not inner:
+        return False
+    names = {n.id for loop in inner if isinstance(loop, (ast.For, ast.AsyncFor))
+             for n in walk(loop.target) if isinstance(n, ast.Name)}
+    if isinstance(node, ast.Dict):
+        items = [(k.value if isinstance(k, ast.Constant) else "", v) for k, v in zip(node.keys, node.values)]
+    else:
+        items = [(k.arg or "", k.value) for k in node.keywords]
+    return any(isinstance(v, ast.Name) and v.id in names or (
+        isinstance(key, str) and POSITION.search(key) and not re.search("epoch", key, re.I)) for key, v in items)
 
 
 def rule_zero_state_not_consolidated(m):

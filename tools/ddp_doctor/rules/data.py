@@ -39,7 +39,8 @@ RULES = {
                "the metric is close, not exact.",
                "Shard without padding (rank r takes r, r + N, ...) and sum the counts, or gather (index, "
                "result) and count each index once. Conservative: only a sampler over a dataset named "
-               "val/test/eval, without drop_last=True, in a file (and folder) that combines values over the ranks "
+               "val/test/eval that feeds a loader the script uses, without drop_last=True, in a file (and "
+               "folder) that combines values over the ranks "
                "(a reduce, a sum over ranks) but gathers nothing, and never tests "
                "len(...) % ... itself.",
                "05 · Rank-aware training"),
@@ -65,7 +66,9 @@ RULES = {
                "a __getitem__ of the file); silent where any seed in the file mixes in the rank or goes through a "
                "seeding helper the doctor cannot read (which may add the rank), where the seed is "
                "set in the function that spawns the ranks (a spawned rank starts from torch's own random seed), "
-               "or where the loader gets generator=, worker_init_fn or **kwargs.",
+               "or where the loader gets generator=, worker_init_fn or **kwargs, or is built by one process only "
+               "(the single-process side of a \"distributed or not\" test, such as the `else` of `if "
+               "args.use_ddp:`, or inside a rank test).",
                "12 · Real data under DDP"),
 }
 
@@ -207,6 +210,7 @@ def rule_padded_evaluation(m):
         if data is None or is_const(keyword(call, "drop_last"), True):
             continue
         sites = [call] if text_mentions(data, evalish) else helper_calls_on(m, call, data, evalish)
+        sites = [site for site in sites if feeds_used_loader(m, site)]
         if not sites:
             continue
         if any("gather" in name for name in m.call_names | m.folder_call_names):
@@ -245,6 +249,37 @@ def used(m, call):
     name = dotted(parent.targets[0])
     return any(dotted(n) == name and isinstance(getattr(n, "ctx", None), ast.Load) and
                not isinstance(m.parent.get(n), ast.Compare) for n in m.scope_nodes(m.scope(call))
+               if isinstance(n, (ast.Name, ast.Attribute)))
+
+
+def feeds_used_loader(m, call):
+    """Whether a sampler (or what a helper call returns) reaches a loader that something uses: bound to a name,
+    it must be read, and a DataLoader of its function given that name must be used itself (`_test_loader =
+    DataLoader(test_set, sampler=test_sampler)`, never iterated, evaluates nothing)."""
+    if not used_within(m, call):
+        return False
+    parent = m.parent.get(call)
+    if isinstance(parent, ast.keyword):
+        parent = m.parent.get(parent)
+    if isinstance(parent, ast.Call) and last_name(parent) == "DataLoader":
+        return used_within(m, parent)  # DataLoader(val_set, sampler=DistributedSampler(val_set))
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1):
+        return True
+    name = dotted(parent.targets[0])
+    loaders = [c for c in m.named_calls("DataLoader") if m.scope(c) == m.scope(call) and
+               any(dotted(a) == name for a in [*c.args, *(k.value for k in c.keywords)])]
+    return not loaders or any(used_within(m, c) for c in loaders)
+
+
+def used_within(m, call):
+    """used(), counting reads in the functions nested in the call's function too (a `def validate():` that
+    iterates the loader the enclosing function built)."""
+    parent = m.parent.get(call)
+    if used(m, call) or not (isinstance(parent, ast.Assign) and len(parent.targets) == 1):
+        return True
+    name, scope = dotted(parent.targets[0]), m.scope(call)
+    return any(dotted(n) == name and isinstance(getattr(n, "ctx", None), ast.Load) and
+               not isinstance(m.parent.get(n), ast.Compare) for n in walk(scope or m.tree)
                if isinstance(n, (ast.Name, ast.Attribute)))
 
 
@@ -361,6 +396,8 @@ def rule_workers_seeded_alike(m):
         if any(k.arg is None or (k.arg in ("generator", "worker_init_fn") and not is_const(k.value, None))
                for k in call.keywords):
             continue  # (generator=None, worker_init_fn=None: the defaults, spelt out)
+        if m.locally_guarded(call):
+            continue  # one process builds it: the `else` of `if args.distributed:` (a single-process run), or rank 0
         workers = keyword(call, "num_workers")
         if workers is None or is_const(workers, 0) or (isinstance(workers, ast.Constant) and not workers.value):
             continue  # no workers: the main process draws (the same on every rank, but another fix: reseed per rank)
