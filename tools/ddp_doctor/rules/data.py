@@ -118,11 +118,20 @@ def runs_once(loop, m=None):
         return False
     if len(it.args) == 1:
         count = it.args[0]
-        if isinstance(count, ast.Name) and m is not None:
-            count = bound_once(m, count.id)
+        if isinstance(count, ast.Name) and m is not None:  # (most names are never set to 0 or 1: no bindings read)
+            count = bound_once(m, count.id) if count.id in names_set_to_zero_or_one(m) else None
         return is_const(count, 1) or is_const(count, 0)
     bounds = [a.value for a in it.args if isinstance(a, ast.Constant) and type(a.value) is int]
     return len(it.args) == len(bounds) == 2 and bounds[1] - bounds[0] <= 1
+
+
+def names_set_to_zero_or_one(m):
+    """The names that some plain assignment of the file sets to 0 or 1 (`max_epoch = 1`): the only names whose
+    bound_once can be 0 or 1. Read from the assignments, once per file."""
+    if not hasattr(m, "_zero_or_one"):
+        m._zero_or_one = {t.id for a in m.of_type(ast.Assign) if is_const(a.value, 1) or is_const(a.value, 0)
+                          for t in a.targets if isinstance(t, ast.Name)}
+    return m._zero_or_one
 
 
 def bound_once(m, name):
