@@ -35,8 +35,9 @@ RULES = {
                "other ranks' tensors sit on the wrong device.",
                "torch.load(path, map_location='cpu', weights_only=True) (load_state_dict then copies to the "
                "model's device), or map_location=device. Reported only for a load of a file that the program "
-               "itself writes with GPU tensors: a state_dict() of a model, an optimizer or the DDP wrapper "
-               "saved (in the file or another file of its folder) without moving it to the CPU, read back by "
+               "itself writes from a state_dict() it does not move to the CPU, wherever the model lives: a "
+               "state_dict() of a model, an optimizer or the DDP wrapper saved (in the file or another file of "
+               "its folder), read back by "
                "the same path expression or file name (`checkpoint.pth`, `epoch_{}.pth`), or loaded into "
                "load_state_dict of an object whose state_dict it saves. Files the program does not write "
                "(pretrained weights, embeddings from elsewhere) and files that hold no tensors (a scheduler's "
