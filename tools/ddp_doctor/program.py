@@ -107,14 +107,19 @@ def names_in(node):
     return {n.id for n in walk(node) if isinstance(n, ast.Name)}
 
 
-def text_mentions(node, pattern):
-    """Whether a name, attribute or string constant inside node matches pattern."""
+def text_mentions(node, pattern, aliases=frozenset()):
+    """Whether a name, attribute or string constant inside node matches pattern, or a name or dotted
+    attribute inside it is one of aliases (names a file assigned from a rank: self.gpu_id = LOCAL_RANK ...)."""
     for n in walk(node):
         kind = type(n)
         if kind is ast.Name:
             word = n.id
+            if word in aliases:
+                return True
         elif kind is ast.Attribute:
             word = n.attr
+            if aliases and dotted(n) in aliases:
+                return True
         elif kind is ast.Constant and type(n.value) is str:
             word = n.value
         else:
@@ -272,25 +277,7 @@ def is_simple_rank_test(node, aliases):
 def mentions_rank(node, aliases=frozenset()):
     """A guard in the loose sense: the test mentions a rank at all (a branch some ranks may skip), by a
     rank-like name or by a name the file assigned from a rank (aliases: self.gpu_id = LOCAL_RANK ...)."""
-    if asks_how_launched(node):
-        return False
-    for n in walk(node):  # one walk for both questions, as text_mentions reads words
-        kind = type(n)
-        if kind is ast.Name:
-            word = n.id
-            if word in aliases:
-                return True
-        elif kind is ast.Attribute:
-            word = n.attr
-            if aliases and dotted(n) in aliases:
-                return True
-        elif kind is ast.Constant and type(n.value) is str:
-            word = n.value
-        else:
-            continue
-        if RANKISH.search(word):
-            return True
-    return False
+    return not asks_how_launched(node) and text_mentions(node, RANKISH, aliases)
 
 
 def unparse(node):

@@ -10,7 +10,6 @@ from ..program import (
     RANKISH,
     asks_how_launched,
     calls_in,
-    dotted,
     is_batch_loop,
     keyword,
     last_name,
@@ -79,23 +78,7 @@ def says_which_process(call, aliases):
     (as mentions_rank reads them), or a device, gpu, hostname, pid or node."""
     if asks_how_launched(call):  # (mentions_rank says no to such a test; the device words still count)
         return text_mentions(call, PROCESSISH)
-    for n in walk(call):
-        kind = type(n)
-        if kind is ast.Name:
-            word = n.id
-            if word in aliases:
-                return True
-        elif kind is ast.Attribute:
-            word = n.attr
-            if aliases and dotted(n) in aliases:
-                return True
-        elif kind is ast.Constant and type(n.value) is str:
-            word = n.value
-        else:
-            continue
-        if RANK_OR_PROCESS.search(word):
-            return True
-    return False
+    return text_mentions(call, RANK_OR_PROCESS, aliases)
 
 
 REDUCERS = re.compile(r"reduce|gather|over_ranks|all_|mean_over|average", re.I)
