@@ -425,6 +425,13 @@ def test_evaluation_record_totals_agree_with_its_tables():
     assert len(evaluation.problems(evaluation.rounds(made_up))) == 2  # wrong totals, script not listed
 
 
+def findings_at(path):
+    """The doctor's findings (default selection) on a file or a folder, as (file name, line, code)."""
+    result = doctor("--format", "json", path)
+    assert result.returncode in (0, 1), result
+    return [(f["path"].rpartition("/")[2], f["line"], f["code"]) for f in json.loads(result.stdout)["findings"]]
+
+
 def test_a_folder_is_read_as_one_program_for_the_gather_of_an_evaluation(tmp_path):
     """DDP018 in a folder run: an evaluation over a padded DistributedSampler in main.py is silent when another
     file of the folder gathers (results keyed by sample id can be merged), and fires when main.py is alone."""
@@ -433,13 +440,13 @@ def test_a_folder_is_read_as_one_program_for_the_gather_of_an_evaluation(tmp_pat
         "dist.init_process_group('gloo')\n"
         "val_loader = DataLoader(val_set, sampler=DistributedSampler(val_set, shuffle=False))\n"
         "counts = sum(len(batch) for batch in val_loader)\ndist.all_reduce(counts)\n")
-    alone = doctor("--format", "json", tmp_path / "main.py")
-    assert [f["code"] for f in json.loads(alone.stdout)["findings"]] == ["DDP018"], alone.stdout
+    alone = findings_at(tmp_path / "main.py")
+    assert [code for _, _, code in alone] == ["DDP018"], alone
     (tmp_path / "evaluator.py").write_text("import torch.distributed as dist\n\n\ndef merge(results):\n"
                                            "    every = [None] * dist.get_world_size()\n"
                                            "    dist.all_gather_object(every, results)\n    return every\n")
-    folder = doctor("--format", "json", tmp_path)
-    assert json.loads(folder.stdout)["findings"] == [], folder.stdout
+    folder = findings_at(tmp_path)
+    assert folder == [], folder
 
 
 def test_a_folder_shows_the_random_augmentation_that_workers_seeded_alike_repeat(tmp_path):
@@ -451,17 +458,17 @@ def test_a_folder_shows_the_random_augmentation_that_workers_seeded_alike_repeat
         "from transforms import train_set\n"
         "dist.init_process_group('gloo')\ntorch.manual_seed(0)\n"
         "loader = DataLoader(train_set, sampler=DistributedSampler(train_set), num_workers=4)\n")
-    alone = doctor("--format", "json", tmp_path / "main.py")
-    assert json.loads(alone.stdout)["findings"] == [], alone.stdout
+    alone = findings_at(tmp_path / "main.py")
+    assert alone == [], alone
     (tmp_path / "transforms.py").write_text("from torchvision import datasets, transforms as T\n"
                                             "train_set = datasets.CIFAR10('data', transform=T.RandomCrop(32, 4))\n")
-    folder = doctor("--format", "json", tmp_path)
-    assert [(f["line"], f["code"]) for f in json.loads(folder.stdout)["findings"]] == [(7, "DDP022")], folder.stdout
+    folder = findings_at(tmp_path)
+    assert folder == [("main.py", 7, "DDP022")], folder
     main = (tmp_path / "main.py").read_text()
     reseed = "torch.manual_seed(0)\nutils.seed_all(0)\n"
     (tmp_path / "main.py").write_text(main.replace("torch.manual_seed(0)\n", reseed))
-    reseeded = doctor("--format", "json", tmp_path)
-    assert json.loads(reseeded.stdout)["findings"] == [], reseeded.stdout
+    reseeded = findings_at(tmp_path)
+    assert reseeded == [], reseeded
 
 
 def test_a_folder_shows_the_buffers_that_make_a_ddp_forward_a_collective(tmp_path):
@@ -472,17 +479,17 @@ def test_a_folder_shows_the_buffers_that_make_a_ddp_forward_a_collective(tmp_pat
         "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
         "from models import Net\n\n\ndef main(x):\n    dist.init_process_group('gloo')\n    model = DDP(Net())\n"
         "    if dist.get_rank() == 0:\n        model(x)\n\n\nmain(None)\n")
-    alone = doctor("--format", "json", tmp_path / "train.py")
-    assert json.loads(alone.stdout)["findings"] == [], alone.stdout
+    alone = findings_at(tmp_path / "train.py")
+    assert alone == [], alone
     models = ("import torch.nn as nn\n\n\nclass Stem(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
               "        self.norm = nn.BatchNorm2d(3)\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
               "        super().__init__()\n        self.stem = Stem()\n")
     (tmp_path / "models.py").write_text(models)
-    folder = doctor("--format", "json", tmp_path)
-    assert [(f["line"], f["code"]) for f in json.loads(folder.stdout)["findings"]] == [(10, "DDP011")], folder.stdout
+    folder = findings_at(tmp_path)
+    assert folder == [("train.py", 10, "DDP011")], folder
     (tmp_path / "models.py").write_text(models.replace("nn.BatchNorm2d(3)", "nn.LayerNorm(3)"))
-    no_buffers = doctor("--format", "json", tmp_path)
-    assert json.loads(no_buffers.stdout)["findings"] == [], no_buffers.stdout
+    no_buffers = findings_at(tmp_path)
+    assert no_buffers == [], no_buffers
 
 
 def test_a_folder_shows_the_rank_tests_that_its_helpers_define(tmp_path):
@@ -492,15 +499,14 @@ def test_a_folder_shows_the_rank_tests_that_its_helpers_define(tmp_path):
     (tmp_path / "train.py").write_text(
         "import torch.distributed as dist\nimport utils\n\n\ndef main(args):\n    utils.setup(args)\n"
         "    if utils.is_leader():\n        dist.barrier()\n    if args.rank == 0:\n        dist.barrier()\n")
-    alone = doctor("--format", "json", tmp_path / "train.py")
-    assert json.loads(alone.stdout)["findings"] == [], alone.stdout
+    alone = findings_at(tmp_path / "train.py")
+    assert alone == [], alone
     (tmp_path / "utils.py").write_text(
         "import os\n\nimport torch.distributed as dist\n\n\ndef is_leader():\n    \"\"\"Rank 0.\"\"\"\n"
         "    return dist.get_rank() == 0\n\n\ndef setup(args):\n    args.rank = int(os.environ[\"RANK\"])\n"
         "    dist.init_process_group('gloo')\n")
-    folder = doctor("--format", "json", tmp_path)
-    assert [(f["path"].rpartition("/")[2], f["line"], f["code"]) for f in json.loads(folder.stdout)["findings"]] == [
-        ("train.py", 8, "DDP011"), ("train.py", 10, "DDP011")], folder.stdout
+    folder = findings_at(tmp_path)
+    assert folder == [("train.py", 8, "DDP011"), ("train.py", 10, "DDP011")], folder
 
 
 def test_a_folder_shows_that_it_runs_on_one_node_and_saves_cpu_tensors(tmp_path):
@@ -513,16 +519,15 @@ def test_a_folder_shows_that_it_runs_on_one_node_and_saves_cpu_tensors(tmp_path)
         "    torch.save({k: v.cpu() for k, v in model.state_dict().items()}, path)\n\n\n"
         "def run(index, world, model, path):\n    dist.init_process_group('gloo', rank=index, world_size=world)\n"
         "    torch.cuda.set_device(dist.get_rank())\n    model.load_state_dict(torch.load(path))\n")
-    alone = doctor("--format", "json", tmp_path / "worker.py")
-    assert [(f["line"], f["code"]) for f in json.loads(alone.stdout)["findings"]] == [(11, "DDP001")], alone.stdout
+    alone = findings_at(tmp_path / "worker.py")
+    assert alone == [("worker.py", 11, "DDP001")], alone
     (tmp_path / "launch.py").write_text(
         "import os\n\nimport torch\nimport torch.multiprocessing as mp\n\nfrom worker import run\n\n"
         "os.environ['MASTER_ADDR'] = 'localhost'\nos.environ['MASTER_PORT'] = '29500'\n"
         "mp.spawn(run, args=(torch.cuda.device_count(), None, 'w.pt'), nprocs=torch.cuda.device_count())\n")
-    folder = doctor("--format", "json", tmp_path)
-    assert json.loads(folder.stdout)["findings"] == [], folder.stdout
+    folder = findings_at(tmp_path)
+    assert folder == [], folder
     (tmp_path / "export.py").write_text("import torch\n\n\ndef export(model):\n"
                                         "    torch.save(model.state_dict(), 'w.pt')\n")
-    saved_on_gpu = doctor("--format", "json", tmp_path)
-    assert [(f["path"].rpartition("/")[2], f["line"], f["code"]) for f in json.loads(saved_on_gpu.stdout)["findings"]
-            ] == [("worker.py", 12, "DDP008")], saved_on_gpu.stdout
+    saved_on_gpu = findings_at(tmp_path)
+    assert saved_on_gpu == [("worker.py", 12, "DDP008")], saved_on_gpu
