@@ -255,6 +255,8 @@ LOCAL_RENDEZVOUS = re.compile(r"\[[ \t]*[\"']MASTER_ADDR[\"'][ \t]*\][ \t]*=[ \t
                               r"init_method[ \t]*=[ \t]*f?[\"']tcp://(?:localhost|127\.0\.0\.1)[:\"']")
 BUILT = re.compile(r"(?<!class )(?<!def )\b([A-Za-z_]\w*)[ \t]*\(")
 COMMENT = re.compile(r"#[^\n]*")
+FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+IMPORTED_NAME = re.compile(r"[A-Za-z_]\w*")  # every word: `a, b as c` gives a, b, as, c (more is harmless)
 TORCH_SAVE = re.compile(r"\btorch\.save[ \t]*\(")
 SPAWNS = re.compile(r"\b(?:spawn|start_processes)[ \t]*\(")
 RANK_TEST_FUNCTION = re.compile(r"^def[ \t]+(\w+)\(\)[^\n]*:[ \t]*\n(?:[ \t]+(?:\"\"\"[^\n]*\"\"\"|#[^\n]*)?\n)*"
@@ -290,7 +292,7 @@ def folder_facts(paths):
     for root in paths:
         if root.is_dir():
             files = list(files_under([root]))
-            names, classes, rank_attributes, rank_tests = set(), {}, set(), set()
+            names, classes, rank_attributes, rank_tests, imported = set(), {}, set(), set(), set()
             local = spawns = False  # the rendezvous on this machine, processes started by mp.spawn
             saves, built, gpu_saves = 0, set(), []
             for path in files:
@@ -303,6 +305,7 @@ def folder_facts(paths):
                     built.update(BUILT.findall(COMMENT.sub("", text)))
                     rank_attributes.update(RANK_ATTRIBUTE.findall(text))
                     rank_tests.update(RANK_TEST_FUNCTION.findall(text))
+                    imported.update(n for group in FROM_IMPORT.findall(text) for n in IMPORTED_NAME.findall(group))
                     local = local or bool(LOCAL_RENDEZVOUS.search(text))
                     spawns = spawns or bool(SPAWNS.search(text))
                     saves += len(TORCH_SAVE.findall(text))
@@ -312,6 +315,7 @@ def folder_facts(paths):
             shared.buffered_classes = buffered_classes(classes)
             shared.rank_attributes, shared.rank_test_functions = frozenset(rank_attributes), frozenset(rank_tests)
             shared.single_node = local and spawns
+            shared.imported = frozenset(imported)
             shared.torch_saves, shared.built = saves, frozenset(built)
             shared.gpu_saves = tuple(gpu_saves)
             facts.update((path, shared) for path in files)
@@ -328,6 +332,7 @@ class FolderFacts(frozenset):
     torch_saves = None  # how many torch.save( the folder's files write
     gpu_saves = ()  # (file names, owners) of each torch.save( of a state_dict() not moved to the CPU
     built = frozenset()  # the names called in code (not `class Net(`, `def f(`, nor in a comment): Net() builds one
+    imported = frozenset()  # the names that `from ... import a, b as c` brings into a file: perhaps called there
 
 
 CLASS_LINE = re.compile(r"^class\s+([A-Za-z_]\w*)[^\n]*:", re.M)

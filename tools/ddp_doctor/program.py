@@ -13,6 +13,7 @@ SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 SCOPE_TYPES = frozenset(SCOPES)
 BLOCKS = frozenset({"body", "orelse", "finalbody"})  # the fields that hold lists of statements
 LOOPS = frozenset({ast.For, ast.AsyncFor, ast.While})
+OUTSIDE, UNKNOWN, DISTRIBUTED = 0, 1, 2  # where a function runs: before the group forms, cannot tell, in the job
 BRANCHES = frozenset({ast.If, ast.IfExp, ast.While})  # the nodes with a test, a body and an orelse
 LOG_NAMES = ("print", "info", "warning", "debug", "error", "log")  # the last names is_log_call accepts
 _CHILD_FIELDS = {}
@@ -917,6 +918,131 @@ class Module:
             return False
         return not any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) and a.end_lineno >= self._first_init[scope]
                        for a in self.ancestors(node) if self.scope_of.get(a) is scope)  # a loop around both
+
+    # The distributed part of a program that forms its group (DDP005, DDP008)
+    def outside_group(self, node):
+        """Whether node runs in one process, outside the job: before its function forms the group (before_group),
+        or, in a file that forms the group itself (init_process_group), in code that no path from the group's
+        forming reaches. A function runs in the distributed part only if it forms the group itself before node
+        (init_process_group, or a call of a function of the file that forms it), or if a call the file resolves
+        (`f()`, `self.f()`) reaches it from a point that follows such a call, or from a function that does: the
+        `elif` beside `if command == "train": train()` does not follow it. Where the doctor cannot tell (a
+        function the file never calls, or that it names otherwise: `mp.spawn(f)`, `obj.f()`, imported by a file
+        of the folder), the function counts as distributed: today's answer."""
+        if self.before_group(node):
+            return True
+        if not self.joins_group:
+            return False
+        status, points = self._group_reach()
+        fn = self._function_of(node)
+        if any(self._precedes(p, node) for p in points.get(fn, ())):
+            return False
+        return (fn is None or status.get(fn.name) == OUTSIDE) and not (
+            fn is not None and any(isinstance(a, SCOPES) and not isinstance(a, ast.ClassDef) and
+                                   status.get(getattr(a, "name", None)) != OUTSIDE for a in self.ancestors(fn)))
+
+    def _function_of(self, node):
+        """The function (def) that node runs in, through lambdas and classes; None at module level."""
+        scope = self.scope(node)
+        while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope = self.scope(scope)
+        return scope
+
+    def _group_reach(self):
+        """Compute once: each function's place (OUTSIDE the group, UNKNOWN, DISTRIBUTED) and, per function (None:
+        the module), the calls in it that form the group. A function is DISTRIBUTED if some resolved call of it
+        follows a group-forming call in its caller or sits in a DISTRIBUTED caller; UNKNOWN if a call or a caller
+        is UNKNOWN, or the file names it otherwise than in a resolved call; else OUTSIDE. To a fixed point."""
+        if hasattr(self, "_group_status"):
+            return self._group_status, self._group_points
+        names = set(self.functions)
+        resolved, unresolved = defaultdict(list), set()  # name -> its resolved calls; names used otherwise
+        for node in self.of_type(ast.Name):
+            if node.id in names and not (isinstance(self.parent.get(node), ast.Call) and
+                                         self.parent[node].func is node):
+                unresolved.add(node.id)  # mp.spawn(main), {"train": train}, Process(target=run)
+        for node in self.of_type(ast.Attribute):
+            if node.attr in names:
+                if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls") and \
+                        isinstance(self.parent.get(node), ast.Call) and self.parent[node].func is node:
+                    continue
+                unresolved.add(node.attr)  # obj.f(), module.f(): another object's function, perhaps
+        for call in self.named_calls(*names):
+            func = call.func
+            if isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                                              and func.value.id in ("self", "cls")):
+                resolved[last_name(call)].append(call)
+        unresolved |= names & getattr(self.folder_call_names, "imported", frozenset())
+        unresolved |= names - set(resolved)  # never called here: the doctor cannot tell
+        forming = {self._function_of(c) for c in self.named_calls("init_process_group")}
+        forming_names = {f.name for f in forming if f is not None}
+        changed = True
+        while changed:  # the functions that form the group, through resolved calls
+            changed = False
+            for name, calls in resolved.items():
+                if name in forming_names:
+                    for call in calls:
+                        caller = self._function_of(call)
+                        if caller is not None and caller.name not in forming_names:
+                            forming_names.add(caller.name)
+                            changed = True
+        points = defaultdict(list)
+        for call in [*self.named_calls("init_process_group"), *(c for n in forming_names for c in resolved.get(n, []))]:
+            points[self._function_of(call)].append(call)
+        status = {name: UNKNOWN if name in unresolved else OUTSIDE for name in names}
+        after = {call: any(self._precedes(p, call) for p in points.get(self._function_of(call), ()))
+                 for calls in resolved.values() for call in calls}
+        changed = True
+        while changed:
+            changed = False
+            for name, calls in resolved.items():
+                for call in calls:
+                    caller = self._function_of(call)
+                    place = DISTRIBUTED if after[call] else OUTSIDE if caller is None else status[caller.name]
+                    if place > status[name]:
+                        status[name] = place
+                        changed = True
+        self._group_status, self._group_points = status, points
+        return status, points
+
+    def _precedes(self, first, node):
+        """Whether first (a call) may run before node in their function: first sits in a statement before
+        node's in a block around both, or in node's own arguments, or a loop holds both; not when they sit in
+        two branches of one `if` (an `elif` of the dispatch)."""
+        if first is node:
+            return False
+        path = {}  # ancestor of first -> the child on the way to first
+        child = first
+        for a in self.ancestors(first):
+            path[a] = child
+            child = a
+        if node in path:
+            return True  # first is inside node: `train(setup())`
+        child = node
+        for a in self.ancestors(node):
+            if a is first:
+                return False  # node is inside first's own arguments
+            if a in path:
+                top, mine = path[a], child
+                break
+            child = a
+        else:
+            return False
+        common = a
+        for b in [common, *self.ancestors(common)]:
+            if isinstance(b, SCOPES):
+                break
+            if type(b) in LOOPS:
+                return True  # round the loop again: the next pass follows the first
+        where, mine_at = self.position.get(top), self.position.get(mine)
+        if where and mine_at:
+            if where[0] == mine_at[0]:
+                return where[1] < mine_at[1]
+            order = ("body", "handlers", "orelse", "finalbody")  # a try's blocks, in the order they run
+            if isinstance(common, ast.Try) and where[0] in order and mine_at[0] in order:
+                return order.index(where[0]) < order.index(mine_at[0])
+            return False  # the two sides of an if
+        return (top.lineno, top.col_offset) < (mine.lineno, mine.col_offset) and not isinstance(common, ast.IfExp)
 
     def guarded(self, node):
         if self.locally_guarded(node):

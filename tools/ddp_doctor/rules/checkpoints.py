@@ -131,7 +131,7 @@ def rule_unguarded_save(m):
         return
     for call in m.named_calls("save"):
         if dotted(call.func) == "torch.save" and not m.guarded(call) and not names_rank(m, call) and \
-                not m.before_group(call) and not unique_per_process(m, call):  # (before the group: one process)
+                not m.outside_group(call) and not unique_per_process(m, call):  # (before the group: one process)
             yield call, "DDP005", ""  # (a path that names the rank, or is new in each process: a file per rank)
 
 
@@ -217,7 +217,7 @@ def rule_load_without_map_location(m):
     """
     for call in torch_loads(m):
         if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2 and \
-                not m.locally_guarded(call) and not m.before_group(call) and not other_branch_maps(m, call) and \
+                not m.locally_guarded(call) and not m.outside_group(call) and not other_branch_maps(m, call) and \
                 not names_rank(m, call) and not m.behind_unset_flag(call) and not loads_cpu_files(m, call) and \
                 loads_own_gpu_save(m, call):
             yield call, "DDP008", ""  # (a load that one rank does, or that runs before the group forms, is fine)
