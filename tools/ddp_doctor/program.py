@@ -376,6 +376,7 @@ class Module:
         aliases = {name for scope in [None, *self.functions_flat()]  # not `ddp = RANK != -1`: a launch question
                    for name, value in self.assignments(scope) if self.reads_rank(value) and not (
                        isinstance(value, ast.Compare) and asks_if_distributed(value))} | self._spawned_ranks()
+        aliases |= self._constructor_rank_attributes()  # self.gpu_id = gpu_id, where Trainer(..., rank) passes it
         self.rank_aliases = frozenset(aliases | {  # and names that hold a rank test: `main = rank == 0`
             name for scope in [None, *self.functions_flat()] for name, value in self.assignments(scope)
             if isinstance(value, (ast.Compare, ast.BoolOp, ast.UnaryOp)) and is_rank_test(value, aliases)})
@@ -503,6 +504,35 @@ class Module:
                     found.add(first)
                     found.update(name for name, value in self.assignments(fn)
                                  if isinstance(value, ast.Name) and value.id == first)
+        return found
+
+    def _constructor_rank_attributes(self):
+        """`self.X` assigned in a class's __init__ from one of its parameters, where every construction of the
+        class that the file resolves (`Trainer(train_ds, test_ds, rank)`, by position or keyword) passes a rank
+        value (is_rank_value: mp.spawn's index, get_rank() ...): a rank inside the class's methods. Not when the
+        file builds the class nowhere, when a construction passes *args or **kwargs, when a file of the folder
+        imports the class (constructions the doctor cannot see), or when another class sets self.X too."""
+        imported = getattr(self.folder_call_names, "imported", frozenset())
+        candidates = []
+        for cls in self.of_type(ast.ClassDef):
+            inits = [d for d in cls.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"]
+            calls = [c for c in self.calls_named.get(cls.name, []) if isinstance(c.func, ast.Name)]
+            if len(inits) != 1 or not calls or cls.name in imported or any(
+                    isinstance(a, ast.Starred) for c in calls for a in c.args) or any(
+                    k.arg is None for c in calls for k in c.keywords):
+                continue
+            params = [p.arg for p in [*inits[0].args.posonlyargs, *inits[0].args.args]][1:]
+            for name, value in self.assignments(inits[0]):
+                if name.startswith("self.") and isinstance(value, ast.Name) and value.id in params:
+                    candidates.append((cls, name, params.index(value.id), value.id, calls))
+        found = set()
+        for cls, name, index, param, calls in candidates:
+            passed = [c.args[index] if index < len(c.args) else keyword(c, param) for c in calls]
+            if all(a is not None and self.is_rank_value(a) for a in passed) and not any(
+                    target == name for other in self.of_type(ast.ClassDef) if other is not cls
+                    for fn in other.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    for target, _ in self.assignments(fn)):
+                found.add(name)
         return found
 
     def single_node(self):
