@@ -63,6 +63,8 @@ def rule_collective_in_rank_branch(m):
         if m.is_collective(call):
             what = f"dist.{name}()"
         elif isinstance(call.func, ast.Name) and name in m.collective_functions:
+            if not helper_syncs(m, call):
+                continue  # `evaluate(model, False)`, whose collectives run only `if train:`
             what = f"{name}(), which calls a collective,"
         elif dotted(call.func) in m.ddp_names(scope, before=call):
             if not broadcasts_buffers(m, m.ddp_names(scope)[dotted(call.func)], scope):
@@ -91,6 +93,78 @@ def rule_collective_in_rank_branch(m):
                 if not other_side_syncs[key] and not complement_syncs(m, branch, name):
                     yield call, "DDP011", what  # (the other ranks call one too, here or in a twin `if`: no finding)
                 break
+
+
+def helper_syncs(m, call, busy=frozenset()):
+    """Whether a call of a helper of the file that calls a collective (m.collective_functions) may reach one with
+    the arguments it passes. A collective of the helper (or a call of another such helper) that sits under `if p:`
+    or `if not p:`, p one of the helper's own parameters, is read with the constant the call gives p (True,
+    False, None; else p's default): where the test comes out false, the call does not reach it. A call of a
+    helper by a name the file defines more than once counts if any of its definitions may sync; anything the
+    doctor cannot read (p passed a variable, *args, **kwargs, `obj.helper()` inside) counts as a collective."""
+    name = last_name(call)
+    if name in busy:
+        return False  # the helper calling itself adds no collective of its own (its other calls are read)
+    defs = [d for d in m.functions.get(name, []) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if not defs:
+        return True
+    for fn in defs:
+        for site in m.scope_nodes(fn):
+            if not isinstance(site, ast.Call) or not (m.is_collective(site) or last_name(site) in
+                                                     m.collective_functions):
+                continue
+            if not reached(m, fn, call, site):
+                continue
+            if m.is_collective(site) or not isinstance(site.func, ast.Name) or \
+                    helper_syncs(m, site, busy | {name}):
+                return True
+    return False
+
+
+def reached(m, fn, call, site):
+    """Whether call (of fn) may reach site (in fn): no `if p:` / `if not p:` around site, p a parameter of fn,
+    that the call's constant argument for p (or p's default) answers false."""
+    for branch, in_body in m.enclosing_ifs(site):
+        if not isinstance(branch, ast.If):
+            continue
+        test, wanted = branch.test, in_body
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, wanted = test.operand, not in_body
+        if isinstance(test, ast.Name):
+            value = passed_constant(fn, call, test.id)
+            if value is not None and bool(value.value) != wanted:
+                return False
+    return True
+
+
+def passed_constant(fn, call, param):
+    """The constant (True, False or None, as an ast.Constant) that call gives fn's parameter param, by keyword,
+    by position or by its default; None if it passes something else or the doctor cannot tell."""
+    positional = [p.arg for p in [*fn.args.posonlyargs, *fn.args.args]]
+    keyword_only = [p.arg for p in fn.args.kwonlyargs]
+    if param not in positional and param not in keyword_only:
+        return None
+    if isinstance(call.func, ast.Attribute) and positional and positional[0] in ("self", "cls"):
+        positional = positional[1:]
+    value = keyword(call, param)
+    if value is None and param in positional:
+        index = positional.index(param)
+        if any(isinstance(a, ast.Starred) for a in call.args[:index + 1]):
+            return None
+        if index < len(call.args):
+            value = call.args[index]
+    if value is None:
+        if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        if param in positional:
+            defaults = dict(zip(positional[len(positional) - len(fn.args.defaults):], fn.args.defaults))
+        else:
+            defaults = {p.arg: d for p, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None}
+        value = defaults.get(param)
+    if isinstance(value, ast.Constant) and value.value in (True, False, None) and type(value.value) in (bool,
+                                                                                                   type(None)):
+        return value
+    return None
 
 
 def broadcasts_buffers(m, wrap, scope):
