@@ -103,11 +103,29 @@ def helper_syncs(m, call, busy=frozenset()):
     helper by a name the file defines more than once counts if any of its definitions may sync; anything the
     doctor cannot read (p passed a variable, *args, **kwargs, `obj.helper()` inside) counts as a collective."""
     name = last_name(call)
-    if name in busy:
-        return False  # the helper calling itself adds no collective of its own (its other calls are read)
     defs = [d for d in m.functions.get(name, []) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if not defs:
         return True
+    if not hasattr(m, "_helper_syncs"):
+        m._helper_syncs = {}  # (name, the constants the call passes) -> answer: each helper read once per shape
+    key = (name, tuple((p, passed_constant(fn, call, p).value) for fn in defs for p in parameters(fn)
+                       if passed_constant(fn, call, p) is not None))
+    if key in busy:
+        return False  # the helper calling itself alike adds no collective of its own (its other calls are read)
+    if key in m._helper_syncs:
+        return m._helper_syncs[key]
+    answer = reaches_collective(m, defs, call, busy | {key})
+    if answer or not busy:  # (an answer cut short by a cycle is kept only from the outermost call)
+        m._helper_syncs[key] = answer
+    return answer
+
+
+def parameters(fn):
+    return [p.arg for p in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
+
+
+def reaches_collective(m, defs, call, busy):
+    """helper_syncs for the definitions of one helper, read without the memory."""
     for fn in defs:
         for site in m.scope_nodes(fn):
             if not isinstance(site, ast.Call) or not (m.is_collective(site) or last_name(site) in
@@ -116,7 +134,7 @@ def helper_syncs(m, call, busy=frozenset()):
             if not reached(m, fn, call, site):
                 continue
             if m.is_collective(site) or not isinstance(site.func, ast.Name) or \
-                    helper_syncs(m, site, busy | {name}):
+                    helper_syncs(m, site, busy):
                 return True
     return False
 
