@@ -18,7 +18,9 @@ RULES = {
                "come, until the timeout ends the job.",
                "Call the collective on every rank, outside the branch, and keep only the rank-0 work (print, "
                "save) inside it; evaluate on rank 0 through ddp_model.module. Checked: dist collectives, "
-               "functions of the same file that call them, and the DDP model's forward when the doctor sees "
+               "functions of the same file that call them (read with the call's constant arguments: a collective "
+               "under `if train:` is not reached by a call that passes train=False), and the DDP model's forward "
+               "when the doctor sees "
                "buffers in the model (BatchNorm, SyncBatchNorm, a tracking InstanceNorm, register_buffer, a "
                "torchvision model with BatchNorm, in a class of the file or its folder) and broadcast_buffers is "
                "not False. A model without buffers (Embedding, LSTM, Linear, LayerNorm) runs no collective "
