@@ -1004,20 +1004,20 @@ class Module:
                 resolved[last_name(call)].append(call)
         unresolved |= names & getattr(self.folder_call_names, "imported", frozenset())
         unresolved |= names - set(resolved)  # never called here: the doctor cannot tell
-        forming = {self._function_of(c) for c in self.named_calls("init_process_group")}
-        forming_names = {f.name for f in forming if f is not None}
-        changed = True
-        while changed:  # the functions that form the group, through resolved calls
-            changed = False
-            for name, calls in resolved.items():
-                if name in forming_names:
-                    for call in calls:
-                        caller = self._function_of(call)
-                        if caller is not None and caller.name not in forming_names:
-                            forming_names.add(caller.name)
-                            changed = True
+        forming, todo = {"init_process_group"}, ["init_process_group"]  # the names whose calls form the group
+        while todo:  # through every call of such a name, resolved or not (more forming: more code in the job)
+            for call in self.calls_named.get(todo.pop(), []):
+                caller = self._function_of(call)
+                found = [] if caller is None else [caller.name]
+                if caller is not None and caller.name == "__init__" and \
+                        isinstance(self.parent.get(caller), ast.ClassDef):
+                    found.append(self.parent[caller].name)  # Trainer(...) runs the __init__ that forms it
+                for name in found:
+                    if name not in forming:
+                        forming.add(name)
+                        todo.append(name)
         points = defaultdict(list)
-        for call in [*self.named_calls("init_process_group"), *(c for n in forming_names for c in resolved.get(n, []))]:
+        for call in self.named_calls(*forming):
             points[self._function_of(call)].append(call)
         status = {name: UNKNOWN if name in unresolved else OUTSIDE for name in names}
         after = {call: any(self._precedes(p, call) for p in points.get(self._function_of(call), ()))
