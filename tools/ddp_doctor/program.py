@@ -741,7 +741,10 @@ class Module:
         return found
 
     def statement(self, node):
-        return node if isinstance(node, ast.stmt) else next(a for a in self.ancestors(node) if isinstance(a, ast.stmt))
+        """The statement node is (or is in)."""
+        while not isinstance(node, ast.stmt):
+            node = self.parent[node]
+        return node
 
     def scope_nodes(self, scope):
         """Nodes of one function (or of the module), not of the functions inside it (those functions themselves
@@ -772,13 +775,16 @@ class Module:
         if root not in self._assignments:
             found = []
             for node in self.statements(scope):
-                if isinstance(node, ast.Assign):
+                kind = type(node)
+                if kind is ast.Assign:
                     for target in node.targets:
-                        found.extend(pairs(target, node.value))
-                elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                    found.append((node.target, node.value))
-            named = [(dotted(t), v) for t, v in found]
-            self._assignments[root] = [(name, v) for name, v in named if name]
+                        if type(target) is ast.Name:  # most assignments: `x = ...`, without pairs() and dotted()
+                            found.append((target.id, node.value))
+                        else:
+                            found += [(dotted(t), v) for t, v in pairs(target, node.value)]
+                elif kind is ast.AnnAssign and node.value is not None:
+                    found.append((dotted(node.target), node.value))
+            self._assignments[root] = [(name, v) for name, v in found if name]
         return self._assignments[root]
 
     def reaching_values(self, name, node):
@@ -853,8 +859,9 @@ class Module:
 
     def enclosing_ifs(self, node):
         """(if statement, True if node is in its body / False in its orelse) up to the function."""
-        child = node
-        for a in self.ancestors(node):
+        child, parent = node, self.parent
+        while child in parent:  # (the ancestors, read without a second generator: asked for many nodes)
+            a = parent[child]
             kind = type(a)
             if kind in SCOPE_TYPES:
                 return
