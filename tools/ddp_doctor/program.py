@@ -108,9 +108,17 @@ def names_in(node):
     return {n.id for n in walk(node) if isinstance(n, ast.Name)}
 
 
+_FOUND_IN = {}  # pattern -> {word: whether pattern.search(word) finds something}, for text_mentions
+
+
 def text_mentions(node, pattern, aliases=frozenset()):
     """Whether a name, attribute or string constant inside node matches pattern, or a name or dotted
-    attribute inside it is one of aliases (names a file assigned from a rank: self.gpu_id = LOCAL_RANK ...)."""
+    attribute inside it is one of aliases (names a file assigned from a rank: self.gpu_id = LOCAL_RANK ...).
+    Each word is searched once per pattern (_FOUND_IN): a file repeats its words (loss, epoch, rank) thousands
+    of times, and a dictionary answers faster than the regular expression."""
+    found_in = _FOUND_IN.get(pattern)
+    if found_in is None or len(found_in) > 100_000:  # (a bound on what the words of many files keep)
+        found_in = _FOUND_IN[pattern] = {}
     for n in walk(node):
         kind = type(n)
         if kind is ast.Name:
@@ -125,7 +133,10 @@ def text_mentions(node, pattern, aliases=frozenset()):
             word = n.value
         else:
             continue
-        if pattern.search(word):
+        found = found_in.get(word)
+        if found is None:
+            found = found_in[word] = pattern.search(word) is not None
+        if found:
             return True
     return False
 
@@ -283,7 +294,16 @@ def mentions_rank(node, aliases=frozenset()):
 
 def unparse(node):
     """The source text of an expression, as ast.unparse writes it; for an expression nested too deeply for
-    ast.unparse (which recurses), the names, attributes and strings it holds, in order."""
+    ast.unparse (which recurses), the names, attributes and strings it holds, in order. A name, an attribute
+    chain and a call of one without arguments (`loss.item()`, which a finding may name thousands of times) are
+    written here directly, as ast.unparse would."""
+    name = dotted(node)
+    if name:
+        return name
+    if type(node) is ast.Call and not node.args and not node.keywords:
+        name = dotted(node.func)
+        if name:
+            return name + "()"
     try:
         return ast.unparse(node)
     except RecursionError:
@@ -352,7 +372,8 @@ class Module:
         self.folder_buffered_classes = getattr(folder, "buffered_classes", frozenset())  # classes with buffers
         self.tree = tree
         self._assignments, self._bound, self._guarded = {}, {}, {}
-        self.parent, self.scope_of, self._scope_nodes = {}, {}, {}
+        self.parent, self._scope_nodes = {}, {}
+        self.scope_of = {}  # node -> the function it is in, filled when asked (scope())
         self._loops = []  # the loops of the file (for, async for, while), in the order of the walk
         self._statements = {tree: []}  # scope -> its statements, in the order of its nodes
         self.position = {}  # statement -> (field of its parent that holds it, index there)
@@ -386,52 +407,55 @@ class Module:
         self.collective_functions = self._collective_functions()
 
     def _index(self, tree):
-        """One walk over the file: every node by type (self.by_type), its parent, the function it belongs to
-        (scope_of, absent at module level), the statements of each scope, where each statement sits in its
-        block, and the loops. The walk is depth first, with a stack; a scope's end is a (scope, statements) entry
-        on the stack, which gives back the scope around it. (The one loop over every node: written for speed.)"""
-        parent, scope_of, position = self.parent, self.scope_of, self.position
-        by_type = defaultdict(list)
-        todo, add_loop = [tree], self._loops.append
+        """One walk over the file: every node by type (self.by_type), its parent, the statements of each scope,
+        where each statement sits in its block, and the loops. The walk is depth first, with a stack; a scope's
+        end is its enclosing scope's list of statements on the stack, which gives that list back. The function a
+        node is in is not stored here but found when a rule asks (scope()).
+
+        This is the one loop over every node (after the parser, the doctor's largest cost), written for speed:
+        one dictionary lookup per node for what its type needs (kinds), and the parents collected as two lists,
+        child and parent, made into the dictionary in one call at the end (cheaper than an insertion per node)."""
+        position, by_type, add_loop = self.position, self.by_type, self._loops.append
+        children, parents = [], []  # children[i]'s parent is parents[i]
+        add_child, add_parent = children.append, parents.append
+        kinds = {}  # node type -> (add to its list in by_type, its child fields, whether a scope or a loop)
+        todo = [tree]
         push, pop = todo.append, todo.pop
-        scope, statements = None, self._statements[tree]
+        statements = self._statements[tree]
         while todo:
             node = pop()
             kind = type(node)
-            if kind is tuple:
-                scope, statements = node
+            if kind is list:  # the end of a scope: back to the statements of the scope around it
+                statements = node
                 continue
-            by_type[kind].append(node)
-            if kind in SCOPE_TYPES:
-                push((scope, statements))  # popped after the nodes of this scope
-                scope, statements = node, []
-                self._statements[node] = statements
-            elif kind in LOOPS:
-                add_loop(node)
-            for field, may_hold_none in _LAYOUT[kind]:  # ast's order
+            if kind not in kinds:
+                kinds[kind] = (by_type.setdefault(kind, []).append, _LAYOUT[kind], kind in SCOPE_TYPES or kind in LOOPS)
+            add, fields, scope_or_loop = kinds[kind]
+            add(node)
+            if scope_or_loop:
+                if kind in SCOPE_TYPES:
+                    push(statements)  # popped after the nodes of this scope
+                    statements = self._statements[node] = []
+                else:
+                    add_loop(node)
+            for field, may_hold_none in fields:  # ast's order
                 value = getattr(node, field)
                 if type(value) is not list:
                     if value is not None:
-                        parent[value] = node
-                        if scope is not None:
-                            scope_of[value] = scope
+                        add_child(value)
+                        add_parent(node)
                         push(value)
-                elif field in BLOCKS:  # statements
-                    for index, child in enumerate(value):
-                        parent[child] = node
-                        if scope is not None:
-                            scope_of[child] = scope
-                        push(child)
-                        position[child] = (field, index)
-                    statements += value
-                else:
-                    for child in value:
-                        if child is not None or not may_hold_none:
-                            parent[child] = node
-                            if scope is not None:
-                                scope_of[child] = scope
-                            push(child)
-        self.by_type.update(by_type)
+                elif value:
+                    if may_hold_none:
+                        value = [v for v in value if v is not None]
+                    children += value
+                    parents += [node] * len(value)
+                    todo += value
+                    if field in BLOCKS:  # statements
+                        for index, child in enumerate(value):
+                            position[child] = (field, index)
+                        statements += value
+        self.parent.update(zip(children, parents))
 
     def _distributed_flags(self):
         """Names that say whether the run is distributed -> True (set when it is) or False (set when it is not):
@@ -729,11 +753,29 @@ class Module:
             yield node
 
     def scope(self, node):
-        """The function (or class) a node is in (None at module level)."""
-        return self.scope_of.get(node)
+        """The function (or class, or lambda) a node is in (None at module level): the nearest one above it. Found
+        by going up its parents, and kept for every node passed on the way, so that asking for every node of the
+        file is linear."""
+        scope_of = self.scope_of
+        passed = []
+        while node not in scope_of:
+            passed.append(node)
+            above = self.parent.get(node)
+            if above is None or type(above) in SCOPE_TYPES:
+                found = above
+                break
+            node = above
+        else:
+            found = scope_of[node]
+        for node in passed:
+            scope_of[node] = found
+        return found
 
     def statement(self, node):
-        return node if isinstance(node, ast.stmt) else next(a for a in self.ancestors(node) if isinstance(a, ast.stmt))
+        """The statement node is (or is in)."""
+        while not isinstance(node, ast.stmt):
+            node = self.parent[node]
+        return node
 
     def scope_nodes(self, scope):
         """Nodes of one function (or of the module), not of the functions inside it (those functions themselves
@@ -764,13 +806,16 @@ class Module:
         if root not in self._assignments:
             found = []
             for node in self.statements(scope):
-                if isinstance(node, ast.Assign):
+                kind = type(node)
+                if kind is ast.Assign:
                     for target in node.targets:
-                        found.extend(pairs(target, node.value))
-                elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                    found.append((node.target, node.value))
-            named = [(dotted(t), v) for t, v in found]
-            self._assignments[root] = [(name, v) for name, v in named if name]
+                        if type(target) is ast.Name:  # most assignments: `x = ...`, without pairs() and dotted()
+                            found.append((target.id, node.value))
+                        else:
+                            found += [(dotted(t), v) for t, v in pairs(target, node.value)]
+                elif kind is ast.AnnAssign and node.value is not None:
+                    found.append((dotted(node.target), node.value))
+            self._assignments[root] = [(name, v) for name, v in found if name]
         return self._assignments[root]
 
     def reaching_values(self, name, node):
@@ -845,8 +890,9 @@ class Module:
 
     def enclosing_ifs(self, node):
         """(if statement, True if node is in its body / False in its orelse) up to the function."""
-        child = node
-        for a in self.ancestors(node):
+        child, parent = node, self.parent
+        while child in parent:  # (the ancestors, read without a second generator: asked for many nodes)
+            a = parent[child]
             kind = type(a)
             if kind in SCOPE_TYPES:
                 return
@@ -947,7 +993,7 @@ class Module:
         if scope not in self._first_init or node.lineno >= self._first_init[scope]:
             return False
         return not any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) and a.end_lineno >= self._first_init[scope]
-                       for a in self.ancestors(node) if self.scope_of.get(a) is scope)  # a loop around both
+                       for a in self.ancestors(node) if self.scope(a) is scope)  # a loop around both
 
     # The distributed part of a program that forms its group (DDP005, DDP008)
     def outside_group(self, node):

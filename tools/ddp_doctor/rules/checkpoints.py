@@ -643,7 +643,8 @@ def global_writer(m):
     save_checkpoint-like call) sits under a rank test, one of them at least on the global rank (not
     `local_rank == 0`, not `rank % gpus_per_node == 0`, which write a copy per node), or it calls
     save_on_master / save_on_main."""
-    saves = [c for c in m.calls if dotted(c.func) == "torch.save" or SAVEISH.search(last_name(c))]
+    saves = [c for c in m.named_calls("save") if dotted(c.func) == "torch.save"] + m.named_calls(
+        *[name for name in m.calls_named if SAVEISH.search(name)])  # (by name: the answer takes no order)
     if not saves:
         return False
     single = False

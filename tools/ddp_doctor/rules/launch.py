@@ -100,9 +100,10 @@ def rule_global_rank_as_device(m):
     if m.single_node():
         return  # every process on this machine: the global rank is the local rank
     named = set(m.named_calls(*DEVICE_CALLS))
+    named.update(m.parent[k] for k in m.of_type(ast.keyword) if k.arg == "device_ids")  # DDP(..., device_ids=)
     for call in m.calls:
-        if call not in named and not call.keywords:
-            continue  # no device call and no device_ids=: nothing to read (most calls; no function call made)
+        if call not in named:
+            continue  # no device call and no device_ids=: nothing to read (most calls; no node read)
         for index in device_indices(call):
             if is_global_rank(m, index, m.bound_to(m.scope(call), is_global_rank_expr)):
                 yield index, "DDP001", unparse(index)
@@ -159,7 +160,7 @@ def rule_cuda_visible_devices(m):
     Warning: likely wrong: it works only before CUDA starts, and renumbers the GPUs under LOCAL_RANK.
     """
     setters = set(m.named_calls(*[name for name in m.calls_named if name.endswith(("setdefault", "putenv", "update"))]))
-    for node in m.of_type(ast.Assign, ast.AugAssign, ast.Call):
+    for node in m.of_type(ast.Assign, ast.AugAssign, *([ast.Call] if setters else [])):  # (the calls: only setters)
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Subscript) and dotted(target.value).endswith("environ") and \

@@ -108,13 +108,14 @@ def rule_unreduced_logged_loss(m):
         losses, reduced, accumulators = per_scope[scope]
         if not losses:
             continue
+        unreduced_losses, unreduced_sums = losses - reduced, accumulators - reduced
         for arg in [*call.args, *(k.value for k in call.keywords)]:
             inside = list(walk(arg))  # one walk for the calls and the names
             for c in inside:
                 if type(c) is ast.Call and last_name(c) == "item" and isinstance(c.func, ast.Attribute) and \
-                        isinstance(c.func.value, ast.Name) and c.func.value.id in losses - reduced:
+                        isinstance(c.func.value, ast.Name) and c.func.value.id in unreduced_losses:
                     yield c, "DDP017", unparse(c)
-            for name in {n.id for n in inside if type(n) is ast.Name} & accumulators - reduced:
+            for name in {n.id for n in inside if type(n) is ast.Name} & unreduced_sums:
                 yield arg, "DDP017", name
 
 

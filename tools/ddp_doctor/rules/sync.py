@@ -58,7 +58,9 @@ def rule_collective_in_rank_branch(m):
     Error: a hang: the other ranks never join the collective.
     """
     other_side_syncs = {}  # (if, which side) -> whether the other side calls a collective too
-    ddp_models = {name.rpartition(".")[2] for scope in {m.scope(c) for c in m.calls} for name in m.ddp_names(scope)}
+    ddp_models = {name.rpartition(".")[2]  # (the scopes that bind a DDP model are those of its DDP(...) calls)
+                  for scope in {m.scope(c) for c in m.named_calls("DistributedDataParallel", "DDP")}
+                  for name in m.ddp_names(scope)}
     for call in m.named_calls(*COLLECTIVES, *m.collective_functions, *ddp_models):  # the calls that may sync
         scope = m.scope(call)
         name = last_name(call)
@@ -316,10 +318,10 @@ def rule_accumulation_without_no_sync(m):
     if not m.uses_ddp or "no_sync" in m.call_names or any(
             n.attr == "require_backward_grad_sync" for n in m.of_type(ast.Attribute)):
         return  # no_sync() somewhere, or the switch it sets, set by hand (nanoGPT's way)
-    holds_mod = m.holders(n for n in m.of_type(ast.BinOp) if isinstance(n.op, ast.Mod))  # `... % k ...`
     holds_step = m.holders(c for c in m.named_calls("step") if isinstance(c.func, ast.Attribute) and not c.args)
     steps = {id(n) for n in m.of_type(ast.If)  # `if ... % k ...:` whose body calls .step() without arguments
-             if n.test in holds_mod and any(s in holds_step for s in n.body)}  # (optimizer.step())
+             if any(s in holds_step for s in n.body) and any(  # (optimizer.step()); the test read only then
+                 type(t) is ast.BinOp and type(t.op) is ast.Mod for t in walk(n.test))}
     if not steps:
         return  # read each loop below only where some `if` could be the finding
     for loop in m.of_type(ast.For, ast.AsyncFor, ast.While, ordered=True):  # the first such loop: one finding
