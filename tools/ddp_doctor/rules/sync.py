@@ -25,13 +25,18 @@ RULES = {
                "torchvision model with BatchNorm, in a class of the file or its folder) and broadcast_buffers is "
                "not False. A model without buffers (Embedding, LSTM, Linear, LayerNorm) runs no collective "
                "in forward; a model the doctor cannot see into (a parameter, a factory) is left alone, "
-               "precision first. Silent when the other branch calls a collective too, and for a test that every "
-               "rank of a distributed run passes alike (`local_rank >= 0`, `rank != -1`, `world_size > 1`). A "
-               "test is about the rank only when its value comes from one: get_rank(), RANK / LOCAL_RANK / "
+               "precision first. Silent when the other branch calls a collective too, or when a twin `if` of "
+               "the same function with the complementary test calls the same one (`if not is_main(): barrier()` "
+               "... `if "
+               "dist.is_initialized() and is_main(): barrier()`: a part every rank of the job answers alike is "
+               "set aside), and for a test that every rank of a distributed run passes alike (`local_rank >= "
+               "0`, `rank != -1`, `world_size > 1`). A test is about the rank only when its value comes from "
+               "one: get_rank(), RANK / LOCAL_RANK / "
                "SLURM_PROCID, an mp.spawn target's first parameter, a name assigned from those, a parameter "
-               "a call passes one to, or a helper of the folder that returns such a comparison "
-               "(is_main_process()); a name's spelling is not enough (`nranks`, a flag, an environment "
-               "setting are the same on every rank).",
+               "a call passes one to, a helper of the folder that returns such a comparison "
+               "(is_main_process()), or `x is not None` / `if x:` on a value that a function of the file returns "
+               "only under such a test (None on the other ranks); a name's spelling is not enough (`nranks`, a "
+               "flag, an environment setting are the same on every rank).",
                "05 · Rank-aware training; 09 · Debugging"),
     "DDP015": ("no-sync-around-backward-only", "no_sync() around backward() only: the forward pass must be "
                "inside it too",
