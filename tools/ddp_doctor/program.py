@@ -394,6 +394,7 @@ class Module:
         self.joins_group = "init_process_group" in self.call_names
         self.is_distributed = self.uses_ddp or self.joins_group
         self._mentions, self._reading_rank = {}, None
+        self._partial_functions = frozenset()  # set by _rank_flow: functions whose value only some ranks receive
         aliases = {name for scope in [None, *self.functions_flat()]  # not `ddp = RANK != -1`: a launch question
                    for name, value in self.assignments(scope) if self.reads_rank(value) and not (
                        isinstance(value, ast.Compare) and asks_if_distributed(value))} | self._spawned_ranks()
@@ -618,6 +619,7 @@ class Module:
             returns = [n.value for d in defs for n in self.statements(d) if isinstance(n, ast.Return) and n.value]
             if returns and all(self.rank_test(r) for r in returns):
                 self._rank_test_functions.add(name)
+        self._partial_functions = self._find_partial_functions()
         self._rank_test_names = {name for name, value in found
                                  if isinstance(value, (ast.Compare, ast.BoolOp, ast.UnaryOp)) and self.rank_test(value)}
 
@@ -675,6 +677,8 @@ class Module:
         return every and leaves > 0
 
     def _simple_rank_test(self, node):
+        if self._partial_functions and type(node) in (ast.Name, ast.Compare) and self.present_side(node) is not None:
+            return True  # `x is not None`, x from a function that returns it on some ranks only
         if isinstance(node, ast.Compare):
             if asks_how_launched(node):
                 return False
@@ -691,6 +695,134 @@ class Module:
             return dotted(node) in self._rank_test_names or self.is_rank_value(node)  # `if main:`, `if not rank:`
         if isinstance(node, ast.Call):
             return last_name(node) in self._rank_test_functions and not node.args
+        return False
+
+    # Values that only some ranks receive (DDP005, DDP011)
+    def _partial_candidates(self):
+        """Compute once, by syntax alone: function name -> for each of its definitions, the (`if`, side) pairs
+        that hold every one of its returns of a value other than None (a bare return, `return None` and the end
+        of the function give None). A name is kept when each definition has such a pair and no yield; the
+        caller then asks whether one of the pairs' tests is a rank test (_find_partial_functions)."""
+        if not hasattr(self, "_partial_pairs"):
+            generators = {self._function_of(n) for n in self.of_type(ast.Yield, ast.YieldFrom)}
+            by_def = {}  # definition -> the (if, side) pairs common to its returns of a value
+            for ret in self.of_type(ast.Return):
+                fn = self.scope(ret)
+                if ret.value is None or is_const(ret.value, None) or by_def.get(fn, True) is None:
+                    continue
+                sides = {(b, side) for b, side in self.enclosing_ifs(ret) if isinstance(b, ast.If)}
+                by_def[fn] = sides if fn not in by_def else by_def[fn] & sides
+                if not by_def[fn]:
+                    by_def[fn] = None  # a value returned outside any one branch: every rank may receive one
+            self._partial_pairs = {}
+            for name, defs in self.functions.items():
+                found = [by_def.get(d) for d in defs]
+                if all(found) and not any(d in generators for d in defs):
+                    self._partial_pairs[name] = found
+        return self._partial_pairs
+
+    def _find_partial_functions(self):
+        """The functions of the file that return a value other than None only on one side of a rank test, every
+        other return giving None: `online_eval()` returns its measures under `if not args.distributed or gpu ==
+        0:` and None elsewhere, so only that rank receives them. Every definition of the name alike; called at
+        the end of _rank_flow, with its rank tests (while it runs, no value is partial)."""
+        return frozenset(name for name, defs in self._partial_candidates().items()
+                         if all(any(self._limits_ranks(b.test) for b, _ in pairs) for pairs in defs))
+
+    def _limits_ranks(self, test, depth=0):
+        """Whether only some ranks of a distributed run pass test: a rank test (`gpu == 0`, `not rank`,
+        is_main_process()), `and` with one, or `or` of rank tests and job-wide settings (`not
+        args.multiprocessing_distributed or gpu == 0`: a flag or a "distributed or not" test, the same on
+        every rank); not `rank == 0 or epoch > 3`, which other ranks pass too."""
+        if depth > 20:
+            return False
+        if isinstance(test, ast.BoolOp):
+            parts = [self._limits_ranks(v, depth + 1) for v in test.values]
+            if isinstance(test.op, ast.And):
+                return any(parts)
+            return any(parts) and all(p or self._job_wide(v) for p, v in zip(parts, test.values))
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return not isinstance(test.operand, ast.BoolOp) and self._limits_ranks(test.operand, depth + 1)
+        return self._simple_rank_test(test)
+
+    def _job_wide(self, test):
+        """A test every rank answers alike: "distributed or not" (test_polarity), or a flag (a name or an
+        attribute, `not` one, that holds no rank): an option of the run."""
+        if self.test_polarity(test) is not None:
+            return True
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test = test.operand
+        return isinstance(test, (ast.Name, ast.Attribute)) and not self._simple_rank_test(test)
+
+    def holds_partial(self, name):
+        """Whether a name (an ast.Name read in a test) holds the value of a function that returns one on some
+        ranks only (_find_partial_functions): every assignment of it that reaches the test, in its function,
+        is a resolved call of one (`f(...)`, `self.f(...)`)."""
+        candidates = self._partial_candidates()
+        if not candidates:
+            return False
+        values = self.reaching_values(name.id, name)
+        if not values or not all(isinstance(v, ast.Call) and last_name(v) in candidates and (
+                isinstance(v.func, ast.Name) or (isinstance(v.func, ast.Attribute) and isinstance(
+                    v.func.value, ast.Name) and v.func.value.id in ("self", "cls"))) for v in values):
+            return False
+        self._rank_flow()
+        return all(last_name(v) in self._partial_functions for v in values)
+
+    def present_side(self, test, depth=0):
+        """For a test on a value only some ranks receive (holds_partial): True when the body of `if test:` runs
+        only where the value is present (`x is not None`, `x`, `x is not None and ...`), False when the `else`
+        does (`x is None`, `not x`, `x is None or ...`); None for any other test. Read once per test."""
+        if depth == 0:
+            if not hasattr(self, "_present"):
+                self._present = {}
+            if test not in self._present:
+                self._present[test] = self.present_side(test, 1)
+            return self._present[test]
+        kind = type(test)
+        if kind is ast.Name:
+            return True if self.holds_partial(test) else None
+        if kind is ast.Compare:
+            if len(test.ops) == 1 and type(test.ops[0]) in (ast.Is, ast.IsNot) and \
+                    is_const(test.comparators[0], None) and isinstance(test.left, ast.Name) and \
+                    self.holds_partial(test.left):
+                return isinstance(test.ops[0], ast.IsNot)
+            return None
+        if depth > 20:
+            return None
+        if kind is ast.UnaryOp and isinstance(test.op, ast.Not):
+            inner = self.present_side(test.operand, depth + 1)
+            return None if inner is None else not inner
+        if kind is ast.BoolOp:  # `and`: one part present -> the body; `or`: one part absent -> the else
+            wanted = isinstance(test.op, ast.And)
+            if any(self.present_side(v, depth + 1) is wanted for v in test.values):
+                return wanted
+        return None
+
+    def receives_partial_value(self, node):
+        """Whether node runs only where a value that some ranks receive is present (present_side): on that side
+        of an `if` around it in its function, or after `if x is None: return` (continue) before it, in its
+        block or a block around it. (A guard for DDP005: the ranks without the value do not get there.)"""
+        if not self._partial_candidates():
+            return False
+        for branch, in_body in self.enclosing_ifs(node):
+            if isinstance(branch, (ast.If, ast.IfExp)) and self.present_side(branch.test) is in_body:
+                return True
+        child = self.statement(node)
+        for a in self.ancestors(child):
+            if isinstance(a, SCOPES):
+                break
+            where = self.position.get(child)
+            if where is not None:
+                key = (a, where[0], "partial")
+                if key not in self._first_exit:  # read once per block, as first_rank_exit
+                    siblings = getattr(a, where[0])
+                    self._first_exit[key] = next((i for i, s in enumerate(siblings) if isinstance(s, ast.If) and any(
+                        isinstance(b, (ast.Return, ast.Continue)) for b in s.body) and
+                        self.present_side(s.test) is False), len(siblings))
+                if self._first_exit[key] < where[1]:
+                    return True
+            child = a
         return False
 
     def of_type(self, *kinds, ordered=False):
@@ -921,7 +1053,7 @@ class Module:
                 if self.first_rank_exit(self.parent[a], field) < index:
                     return True
             a = self.parent.get(a)
-        return False
+        return self.receives_partial_value(node)
 
     def first_rank_exit(self, block, field):
         """The index of the first `if <rank test>: return` (or continue, raise, exit()) in one list of

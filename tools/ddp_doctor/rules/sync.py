@@ -25,13 +25,18 @@ RULES = {
                "torchvision model with BatchNorm, in a class of the file or its folder) and broadcast_buffers is "
                "not False. A model without buffers (Embedding, LSTM, Linear, LayerNorm) runs no collective "
                "in forward; a model the doctor cannot see into (a parameter, a factory) is left alone, "
-               "precision first. Silent when the other branch calls a collective too, and for a test that every "
-               "rank of a distributed run passes alike (`local_rank >= 0`, `rank != -1`, `world_size > 1`). A "
-               "test is about the rank only when its value comes from one: get_rank(), RANK / LOCAL_RANK / "
+               "precision first. Silent when the other branch calls a collective too, or when a twin `if` of "
+               "the same function with the complementary test calls the same one (`if not is_main(): barrier()` "
+               "... `if "
+               "dist.is_initialized() and is_main(): barrier()`: a part every rank of the job answers alike is "
+               "set aside), and for a test that every rank of a distributed run passes alike (`local_rank >= "
+               "0`, `rank != -1`, `world_size > 1`). A test is about the rank only when its value comes from "
+               "one: get_rank(), RANK / LOCAL_RANK / "
                "SLURM_PROCID, an mp.spawn target's first parameter, a name assigned from those, a parameter "
-               "a call passes one to, or a helper of the folder that returns such a comparison "
-               "(is_main_process()); a name's spelling is not enough (`nranks`, a flag, an environment "
-               "setting are the same on every rank).",
+               "a call passes one to, a helper of the folder that returns such a comparison "
+               "(is_main_process()), or `x is not None` / `if x:` on a value that a function of the file returns "
+               "only under such a test (None on the other ranks); a name's spelling is not enough (`nranks`, a "
+               "flag, an environment setting are the same on every rank).",
                "05 · Rank-aware training; 09 · Debugging"),
     "DDP015": ("no-sync-around-backward-only", "no_sync() around backward() only: the forward pass must be "
                "inside it too",
@@ -213,13 +218,15 @@ def complement_syncs(m, branch, name):
     collective: `if rank != 0: barrier()` ... `if rank == 0: barrier()` (rank 0 goes first), or yolov5's
     `if local_rank not in [-1, 0]: barrier()` ... `if local_rank == 0: barrier()`. The doctor cannot count
     which ranks take which (that takes values), so a pair of complementary-looking tests is taken as one.
-    Complementary: `not X` / `X`, `r == 0` / `r != 0`, `r < k` / `r >= k`. Looked up in the function's
+    Complementary: `not X` / `X`, `r == 0` / `r != 0`, `r < k` / `r >= k`, each test read without the parts
+    that every rank of a distributed run answers alike (rank_core: `dist.is_initialized() and is_master()` is
+    `is_master()` there). Looked up in the function's
     `if`s that call name (TwinIfs), indexed once per function and name: linear in the findings."""
     scope = m.scope(branch)
     if not hasattr(m, "_twin_ifs"):
         m._twin_ifs = {}  # (function, called name) -> TwinIfs
     if (scope, name) not in m._twin_ifs:
-        m._twin_ifs[(scope, name)] = TwinIfs(ifs_calling(m, scope).get(name, []))
+        m._twin_ifs[(scope, name)] = TwinIfs(ifs_calling(m, scope).get(name, []), m)
     return m._twin_ifs[(scope, name)].has_twin(branch)
 
 
@@ -242,22 +249,25 @@ class TwinIfs:
     """Some `if` statements, by what complement_syncs compares of their tests: the text, the text under a
     `not`, a comparison with one operator as (left text, operator, right text), and the rank names compared."""
 
-    def __init__(self, ifs):
+    def __init__(self, ifs, m=None):
+        self.m = m
         self.by_text, self.by_negated, self.by_comparison, self.texts_by_rank_names = {}, {}, {}, {}
         for node in ifs:
-            text = unparse(node.test)
+            test = rank_core(m, node.test)
+            text = unparse(test)
             self.by_text.setdefault(text, []).append(node)
-            if is_not(node.test):
-                self.by_negated.setdefault(unparse(node.test.operand), []).append(node)
-            comparison = one_comparison(node.test)
+            if is_not(test):
+                self.by_negated.setdefault(unparse(test.operand), []).append(node)
+            comparison = one_comparison(test)
             if comparison is not None:
                 self.by_comparison.setdefault(comparison, []).append(node)
-            self.texts_by_rank_names.setdefault(frozenset(rank_names(node.test)), set()).add(text)
+            self.texts_by_rank_names.setdefault(frozenset(rank_names(test)), set()).add(text)
 
     def has_twin(self, branch):
         """Whether another of these `if`s has a test complementary to branch's, or another test of the same rank
-        names."""
-        test, text = branch.test, unparse(branch.test)
+        names (both read through rank_core)."""
+        test = rank_core(self.m, branch.test)
+        text = unparse(test)
         candidates = [self.by_negated.get(text, [])]  # `if not X:` for `if X:`
         if is_not(test):
             candidates.append(self.by_text.get(unparse(test.operand), []))  # `if X:` for `if not X:`
@@ -269,6 +279,21 @@ class TwinIfs:
             return True
         tested = rank_names(test)
         return bool(tested) and bool(self.texts_by_rank_names.get(frozenset(tested), set()) - {text})
+
+
+def rank_core(m, test):
+    """A test without the parts of its `and` that hold on every rank of a distributed run, and of its `or` that
+    hold on none (m.test_polarity: `dist.is_initialized()`, `args.distributed`, `world_size > 1`; `not ddp`):
+    `dist.is_initialized() and is_master()` decides as `is_master()` does in the run where the ranks meet.
+    Not a part every rank answers alike otherwise (a flag that may be False on every rank: then none of them
+    calls). The test itself when nothing, or everything, is set aside."""
+    if m is None or not isinstance(test, ast.BoolOp):
+        return test
+    aside = isinstance(test.op, ast.And)  # the polarity that changes nothing: True in an `and`, False in an `or`
+    kept = [v for v in test.values if m.test_polarity(v) is not aside]
+    if not kept or len(kept) == len(test.values):
+        return test
+    return kept[0] if len(kept) == 1 else ast.BoolOp(op=test.op, values=kept)
 
 
 def is_not(test):
