@@ -412,6 +412,22 @@ def test_cost_grows_linearly_with_rank_branches():
     assert large / small < 5, (small, large)
 
 
+def test_a_long_chain_of_helpers_is_read_without_a_recursion_error(tmp_path):
+    """3,000 helpers, each calling the next, the last a barrier, and rank 0 alone calling the first: DDP011 on
+    that call, and no internal error (DDP011 reads a chain of helpers to a bounded depth, and past it counts
+    the call as one that may sync, as it counts any call it cannot read)."""
+    n = 3000
+    helpers = "".join(f"def helper_{i}(x):\n    return helper_{i + 1}(x)\n\n\n" for i in range(n))
+    source = ("import torch.distributed as dist\n\n\n" + helpers
+              + f"def helper_{n}(x):\n    dist.barrier()\n    return x\n\n\n"
+              + "def main():\n    if dist.get_rank() == 0:\n        helper_0(1)\n")
+    (tmp_path / "chain.py").write_text(source)
+    result = doctor("--format", "json", tmp_path / "chain.py")
+    report = json.loads(result.stdout)
+    assert report["internal_errors"] == [] and result.returncode == 1, (result.returncode, report["internal_errors"])
+    assert [(f["code"], f["line"]) for f in report["findings"]] == [("DDP011", source.count("\n"))], report
+
+
 def test_evaluation_record_totals_agree_with_its_tables():
     """tools/ddp_doctor/evaluation.md: each round's Totals line is what its table of verdicts gives, every
     verdict is true, false or debatable, and every judged script is named with its repository and commit."""

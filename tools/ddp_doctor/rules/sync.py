@@ -104,6 +104,9 @@ def rule_collective_in_rank_branch(m):
                 break
 
 
+HELPER_DEPTH = 64  # how deep helper_syncs follows helpers calling helpers; it recurses, so it needs a bound
+
+
 def helper_syncs(m, call, busy=frozenset()):
     """Whether a call of a helper of the file that calls a collective (m.collective_functions) may reach one with
     the arguments it passes. A collective of the helper (or a call of another such helper) that sits under `if p:`
@@ -121,6 +124,8 @@ def helper_syncs(m, call, busy=frozenset()):
                        if passed_constant(fn, call, p) is not None))
     if key in busy:
         return False  # the helper calling itself alike adds no collective of its own (its other calls are read)
+    if len(busy) >= HELPER_DEPTH:
+        return True  # a chain of helpers deeper than this is not read with its arguments: a call that may sync
     if key in m._helper_syncs:
         return m._helper_syncs[key]
     answer = reaches_collective(m, defs, call, busy | {key})
