@@ -509,6 +509,30 @@ def test_a_folder_shows_the_rank_tests_that_its_helpers_define(tmp_path):
     assert folder == [("train.py", 8, "DDP011"), ("train.py", 10, "DDP011")], folder
 
 
+def test_a_folder_shows_a_rank_test_helper_to_a_script_in_a_subfolder(tmp_path):
+    """DDP005 in a folder run: drivers/train.py imports `primary()` from common/helpers.py at the folder's root
+    (`sys.path += ['../']`); its return is a rank test (`not dist.is_initialized() or dist.get_rank() == 0`), so
+    the save under it is rank 0's alone: a finding for train.py alone, silent for the folder; a finding again
+    when the helper returns what every rank passes (`dist.get_rank() >= 0`)."""
+    (tmp_path / "drivers").mkdir()
+    (tmp_path / "common").mkdir()
+    (tmp_path / "drivers" / "train.py").write_text(
+        "import sys\nsys.path += ['../']\nimport torch\nimport torch.distributed as dist\n"
+        "from common.helpers import (\n    primary,\n)\n\n\ndef main():\n    dist.init_process_group('gloo')\n"
+        "    losses = torch.zeros(3)\n    if primary() and losses.sum() >= 0:\n"
+        "        torch.save(losses, 'losses.pt')\n\n\nmain()\n")
+    alone = findings_at(tmp_path / "drivers" / "train.py")
+    assert alone == [("train.py", 14, "DDP005")], alone
+    helper = "import torch.distributed as dist\n\n\ndef primary():\n    return {}\n"
+    (tmp_path / "common" / "helpers.py").write_text(helper.format(
+        "not dist.is_available() or not dist.is_initialized() or dist.get_rank() == 0"))
+    folder = findings_at(tmp_path)
+    assert folder == [], folder
+    (tmp_path / "common" / "helpers.py").write_text(helper.format("dist.get_rank() >= 0"))
+    every_rank = findings_at(tmp_path)
+    assert every_rank == [("train.py", 14, "DDP005")], every_rank
+
+
 def test_a_folder_shows_that_it_runs_on_one_node_and_saves_cpu_tensors(tmp_path):
     """DDP001 and DDP008 in a folder run: a device chosen by get_rank() and a load without map_location in
     worker.py fire alone; silent once launch.py points MASTER_ADDR at localhost and starts the workers with

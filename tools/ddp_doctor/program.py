@@ -855,8 +855,21 @@ class Module:
     def mentions_rank(self, test):
         """mentions_rank with this file's aliases, computed once per node (many calls share one test)."""
         if test not in self._mentions:
-            self._mentions[test] = mentions_rank(test, self.rank_aliases)
+            self._mentions[test] = mentions_rank(test, self.rank_aliases) or self.calls_rank_test_helper(test)
         return self._mentions[test]
+
+    def calls_rank_test_helper(self, test):
+        """Whether a test calls, without arguments, a helper that returns a rank test, whatever its name:
+        `if is_first_worker():`, where a file of the folder (or this one) defines `def is_first_worker(): return
+        not dist.is_available() or not dist.is_initialized() or dist.get_rank() == 0` (not a helper that every
+        rank passes alike, `return dist.get_rank() >= 0`)."""
+        helpers = getattr(self.folder_call_names, "rank_test_functions", frozenset()) | {
+            name for name, defs in self.functions.items() if len(defs) == 1 and not defs[0].args.args}
+        calls = [n for n in walk(test) if type(n) is ast.Call and not n.args and last_name(n) in helpers]
+        if not calls or asks_how_launched(test):
+            return False
+        self._rank_flow()
+        return any(last_name(n) in self._rank_test_functions for n in calls)
 
     def reads_rank(self, node):
         """is_any_rank_expr(node), answered from one pass over the file: the nodes that read a rank and
