@@ -83,7 +83,8 @@ def rule_collective_in_rank_branch(m):
             continue
         exit_before = m.after_rank_exit(call)
         if exit_before is not None and not any(
-                isinstance(b, ast.If) and m.rank_test(b.test) for b, _ in m.enclosing_ifs(call)):
+                isinstance(b, ast.If) and m.rank_test(b.test) for b, _ in m.enclosing_ifs(call)) and \
+                not balanced_exit(m, exit_before, True):
             yield call, "DDP011", what  # after `if rank != 0: return`: the ranks that returned never call it
             continue
         for branch, in_body in m.enclosing_ifs(call):
@@ -99,9 +100,67 @@ def rule_collective_in_rank_branch(m):
                     other_side_syncs[key] = any(
                         m.is_collective(c) or last_name(c) in m.collective_functions or dotted(c.func) in ddp
                         for s in other for c in calls_in(s))
-                if not other_side_syncs[key] and not complement_syncs(m, branch, name):
+                if not other_side_syncs[key] and not complement_syncs(m, branch, name) and \
+                        not balanced_exit(m, branch, in_body):
                     yield call, "DDP011", what  # (the other ranks call one too, here or in a twin `if`: no finding)
                 break
+
+
+def balanced_exit(m, branch, in_body):
+    """Whether a side of a rank test that ends in `return` calls the same collectives, in the same order, as the
+    path that the other ranks follow past the `if` to the end of the function (or its next return): `if not
+    is_first_worker(): dist.barrier(); return None` ... `dist.barrier()` at the end: every rank calls barrier()
+    once. Only collectives outside any inner `if`, loop or try on both paths count (else: not balanced), and
+    not when a loop or a try lies between the `if` and its function."""
+    side = branch.body if in_body else branch.orelse
+    if not side or not isinstance(side[-1], ast.Return):
+        return False
+    taken = unconditional_collectives(m, side)
+    if not taken:
+        return False
+    rest, node = [], branch
+    while True:
+        holder = m.parent.get(node)
+        if holder is None or isinstance(holder, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Lambda, ast.ClassDef,
+                                                 ast.Module)) or node not in m.position:
+            return False
+        field, index = m.position[node]
+        after = getattr(holder, field)[index + 1:]
+        ends = next((i for i, s in enumerate(after) if isinstance(s, ast.Return)), None)
+        rest += after if ends is None else after[:ends + 1]
+        if ends is not None or isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            break
+        node = holder
+    return taken == unconditional_collectives(m, rest)
+
+
+def unconditional_collectives(m, statements):
+    """The names of the collectives (and of the file's functions that call one) that a list of statements calls
+    on every path, in order; None if one sits in an inner `if`, loop, try or match (a count the doctor cannot
+    tell). A `with` block counts as its body; a nested def or class calls nothing here."""
+    found = []
+    for s in statements:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            found += [name for item in s.items for name in collective_names(m, item.context_expr)]
+            inner = unconditional_collectives(m, s.body)
+            if inner is None:
+                return None
+            found += inner
+        elif any(isinstance(getattr(s, f, None), list) and getattr(s, f) and isinstance(getattr(s, f)[0], ast.stmt)
+                 for f in ("body", "orelse", "finalbody", "handlers", "cases")) or isinstance(s, ast.Try):
+            if collective_names(m, s):
+                return None
+        else:
+            found += collective_names(m, s)
+    return found
+
+
+def collective_names(m, node):
+    calls = [c for c in calls_in(node) if m.is_collective(c) or (
+        isinstance(c.func, ast.Name) and c.func.id in m.collective_functions)]
+    return [last_name(c) for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
 
 
 def helper_syncs(m, call, busy=frozenset()):
