@@ -378,6 +378,8 @@ def rule_no_sync_around_backward_only(m):
 
     Warning: likely wrong: no_sync() was meant to save the all-reduce and saves nothing.
     """
+    forwards = []  # (with, model) of each no_sync() block that uses its model
+    backward_only = []  # (with, no_sync() call, model) of each block that calls backward() and not the model
     for node in m.of_type(ast.With, ast.AsyncWith):
         for item in node.items:
             ctx = item.context_expr
@@ -385,13 +387,35 @@ def rule_no_sync_around_backward_only(m):
                 continue
             model = dotted(ctx.func.value)
             body_calls = [c for s in node.body for c in calls_in(s)]
-            if not model or "backward" not in {last_name(c) for c in body_calls}:
+            if not model:
                 continue
             uses_model = any(dotted(c.func) == model or dotted(c.func).startswith(model + ".") or
                              any(dotted(a) == model for a in [*c.args, *(k.value for k in c.keywords)])
                              for c in body_calls)
-            if not uses_model:
-                yield ctx, "DDP015", ""
+            if uses_model:
+                forwards.append((node, model))
+            elif "backward" in {last_name(c) for c in body_calls}:
+                backward_only.append((node, ctx, model))
+    for node, ctx, model in backward_only:
+        if not any(forward_in_own_no_sync(m, f, node) for f, other in forwards if other == model):
+            yield ctx, "DDP015", ""
+
+
+def forward_in_own_no_sync(m, forward, backward):
+    """Whether a `with model.no_sync():` block that runs the model (forward) comes, in the same function and
+    loop, before the one that holds backward() alone, under tests that the backward's block also sits under
+    (the same test, the same side): `if accumulating: with model.no_sync(): out = model(x)` ... `if
+    accumulating: with model.no_sync(): loss.backward()`. Every step that skips the sync in the backward ran its
+    forward inside no_sync() too (DDP decides in the forward whether the backward reduces)."""
+    def loop(node):
+        return next((a for a in m.ancestors(node) if isinstance(a, (ast.For, ast.AsyncFor, ast.While))), None)
+
+    def conditions(node):
+        return {(ast.dump(b.test), side) for b, side in m.enclosing_ifs(node)}
+
+    return m.scope(forward) is m.scope(backward) and loop(forward) is loop(backward) and \
+        (forward.lineno, forward.col_offset) < (backward.lineno, backward.col_offset) and \
+        conditions(forward) <= conditions(backward)
 
 
 def rule_accumulation_without_no_sync(m):
