@@ -106,8 +106,30 @@ def rule_sampler_without_set_epoch(m):
         data = call.args[0] if call.args else keyword(call, "dataset")
         if told is not None and (call in told or m.scope(call) not in looping):
             continue  # told, or made where no epoch loop runs (a sampler for one batch)
-        if not is_const(keyword(call, "shuffle"), False) and not (data is not None and text_mentions(data, evalish)):
+        if not is_const(keyword(call, "shuffle"), False) and not (data is not None and text_mentions(data, evalish)) \
+                and not seeded_by_epoch(m, call):
             yield call, "DDP002", ""
+
+
+def seeded_by_epoch(m, call):
+    """Whether a DistributedSampler built inside an epoch loop takes a seed= that depends on the loop's variable
+    (`seed=base + epoch`, or a name its function assigns from it): a new sampler each epoch, with a new order
+    each epoch, which set_epoch would not change. Not a constant seed (the same order every epoch), nor one that
+    depends only on an inner loop's variable."""
+    seed = keyword(call, "seed")
+    epochs = names_of_epochs(m, call) if seed is not None else set()
+    if not epochs:
+        return False
+    names = {n.id for n in walk(seed) if isinstance(n, ast.Name)}
+    return bool(names & epochs) or any(
+        name in names and any(isinstance(n, ast.Name) and n.id in epochs for n in walk(value))
+        for name, value in m.assignments(m.scope(call)))
+
+
+def names_of_epochs(m, call):
+    """The names that the epoch loops around a call bind (`for epoch in range(n)`: epoch)."""
+    return {n.id for loop in m.ancestors(call) if isinstance(loop, (ast.For, ast.AsyncFor)) and m.is_epoch_loop(loop)
+            for n in walk(loop.target) if isinstance(n, ast.Name)}
 
 
 def runs_once(loop, m=None):
