@@ -574,8 +574,27 @@ class Module:
             local = local or any(isinstance(v, ast.Constant) and isinstance(v.value, str) and
                                  LOCAL_INIT.match(v.value) for c in self.named_calls("init_process_group")
                                  for v in [keyword(c, "init_method")])
-            self._single_node = local and bool(self.named_calls("spawn", "start_processes"))
+            self._single_node = local and bool(self.named_calls("spawn", "start_processes")) or \
+                self.joins_with_local_rank()
         return self._single_node
+
+    def joins_with_local_rank(self):
+        """Whether the program joins its group as its local rank: `init_process_group(..., rank=local_rank)`,
+        the value read from LOCAL_RANK / SLURM_LOCALID or get_local_rank() (directly or through a name its
+        function assigns from one). On a second node two processes would claim one rank and the group would
+        not form: single-node by construction, where the global rank is the local rank."""
+        def local(value):
+            return any((isinstance(n, ast.Constant) and n.value in ("LOCAL_RANK", "SLURM_LOCALID")) or
+                       (isinstance(n, ast.Call) and last_name(n) in ("get_local_rank", "get_node_local_rank"))
+                       for n in walk(value))
+        for call in self.named_calls("init_process_group"):
+            value = keyword(call, "rank")
+            if value is None:
+                continue
+            if local(value) or isinstance(value, ast.Name) and any(
+                    name == value.id and local(v) for name, v in self.assignments(self.scope(call))):
+                return True
+        return False
 
     # Rank tests proven by data flow (DDP011): no name guessing
     def _rank_flow(self):
