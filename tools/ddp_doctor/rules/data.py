@@ -15,7 +15,8 @@ RULES = {
                "Call sampler.set_epoch(epoch) at the start of each epoch, before iterating the loader. "
                "Conservative: silent when the sampler does not shuffle, when the file has no loop over epochs "
                "(or one of one epoch: range(1), or a name the file binds once, to 1), "
-               "and when any set_epoch() call appears in the file.",
+               "and when any set_epoch() call appears in the file; silent for a sampler built inside the epoch "
+               "loop whose seed= depends on the epoch (a new order each epoch).",
                "05 · Rank-aware training; 06 · Why DDP is correct"),
     "DDP003": ("shuffle-with-sampler", "shuffle=True next to a sampler: DataLoader refuses the pair",
                "A sampler decides the order; DataLoader raises 'sampler option is mutually exclusive with "

@@ -36,7 +36,9 @@ RULES = {
                "a call passes one to, a helper of the folder that returns such a comparison "
                "(is_main_process()), or `x is not None` / `if x:` on a value that a function of the file returns "
                "only under such a test (None on the other ranks); a name's spelling is not enough (`nranks`, a "
-               "flag, an environment setting are the same on every rank).",
+               "flag, an environment setting are the same on every rank). Silent too when the side of the test "
+               "ends in `return` and calls the same collectives, in the same order, as the path the other ranks "
+               "follow past the `if` (`if not is_first_worker(): barrier(); return` ... `barrier()` at the end).",
                "05 · Rank-aware training; 09 · Debugging"),
     "DDP015": ("no-sync-around-backward-only", "no_sync() around backward() only: the forward pass must be "
                "inside it too",
@@ -44,7 +46,9 @@ RULES = {
                "no_sync() has already armed the all-reduce, so the gradients are synchronised at every "
                "micro-step anyway: no_sync() saves nothing.",
                "with ddp_model.no_sync(): loss = loss_fn(ddp_model(x), y); loss.backward(). Checked: a "
-               "no_sync() block that calls backward() but never uses the model it was taken from.",
+               "no_sync() block that calls backward() but never uses the model it was taken from; silent when "
+               "the step ran its forward inside its own no_sync() block of the same model, earlier in the same "
+               "loop, under the same tests (`if accumulating: with model.no_sync(): out = model(x)`).",
                "07 · Performance"),
     "DDP016": ("accumulation-without-no-sync", "gradient accumulation in a DDP script without no_sync(): "
                "every micro-step all-reduces",
