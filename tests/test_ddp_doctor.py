@@ -525,6 +525,49 @@ def test_a_folder_shows_the_rank_tests_that_its_helpers_define(tmp_path):
     assert folder == [("train.py", 8, "DDP011"), ("train.py", 10, "DDP011")], folder
 
 
+def test_a_folder_shows_a_rank_test_helper_to_a_script_in_a_subfolder(tmp_path):
+    """DDP005 in a folder run: drivers/train.py imports `primary()` from common/helpers.py at the folder's root
+    (`sys.path += ['../']`); its return is a rank test (`not dist.is_initialized() or dist.get_rank() == 0`), so
+    the save under it is rank 0's alone: a finding for train.py alone, silent for the folder; a finding again
+    when the helper returns what every rank passes (`dist.get_rank() >= 0`)."""
+    (tmp_path / "drivers").mkdir()
+    (tmp_path / "common").mkdir()
+    (tmp_path / "drivers" / "train.py").write_text(
+        "import sys\nsys.path += ['../']\nimport torch\nimport torch.distributed as dist\n"
+        "from common.helpers import (\n    primary,\n)\n\n\ndef main():\n    dist.init_process_group('gloo')\n"
+        "    losses = torch.zeros(3)\n    if primary() and losses.sum() >= 0:\n"
+        "        torch.save(losses, 'losses.pt')\n\n\nmain()\n")
+    alone = findings_at(tmp_path / "drivers" / "train.py")
+    assert alone == [("train.py", 14, "DDP005")], alone
+    helper = "import torch.distributed as dist\n\n\ndef primary():\n    return {}\n"
+    (tmp_path / "common" / "helpers.py").write_text(helper.format(
+        "not dist.is_available() or not dist.is_initialized() or dist.get_rank() == 0"))
+    folder = findings_at(tmp_path)
+    assert folder == [], folder
+    (tmp_path / "common" / "helpers.py").write_text(helper.format("dist.get_rank() >= 0"))
+    every_rank = findings_at(tmp_path)
+    assert every_rank == [("train.py", 14, "DDP005")], every_rank
+
+
+def test_a_folder_shows_that_it_joins_its_group_as_the_local_rank(tmp_path):
+    """DDP001 in a folder run: trainer.py uses the global rank as a device; comm.py joins the group with
+    rank=local_rank (from LOCAL_RANK), which only one node can do: a finding for trainer.py alone, silent for
+    the folder; a finding again when comm.py joins with the global rank."""
+    (tmp_path / "trainer.py").write_text(
+        "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "\n\ndef wrap(model):\n    return DDP(model, device_ids=[dist.get_rank()])\n")
+    alone = findings_at(tmp_path / "trainer.py")
+    assert alone == [("trainer.py", 7, "DDP001")], alone
+    comm = ("import os\n\nimport torch.distributed as dist\n\n\ndef init():\n"
+            "    local_rank = int(os.getenv('{}', 0))\n    dist.init_process_group('gloo', rank=local_rank)\n")
+    (tmp_path / "comm.py").write_text(comm.format("LOCAL_RANK"))
+    folder = findings_at(tmp_path)
+    assert folder == [], folder
+    (tmp_path / "comm.py").write_text(comm.format("RANK"))
+    global_rank = findings_at(tmp_path)
+    assert global_rank == [("trainer.py", 7, "DDP001")], global_rank
+
+
 def test_a_folder_shows_that_it_runs_on_one_node_and_saves_cpu_tensors(tmp_path):
     """DDP001 and DDP008 in a folder run: a device chosen by get_rank() and a load without map_location in
     worker.py fire alone; silent once launch.py points MASTER_ADDR at localhost and starts the workers with

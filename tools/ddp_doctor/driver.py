@@ -258,6 +258,9 @@ COMMENT = re.compile(r"#[^\n]*")
 FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
 IMPORTED_NAME = re.compile(r"[A-Za-z_]\w*")  # every word: `a, b as c` gives a, b, as, c (more is harmless)
 TORCH_SAVE = re.compile(r"\btorch\.save[ \t]*\(")
+JOINS_AS_LOCAL_RANK = re.compile(r"init_process_group\((?:[^()]|\([^()]*\))*\brank[ \t]*=[ \t]*(?:\w+\.)?local_rank\b")
+LOCAL_RANK_READ = re.compile(r"\blocal_rank[ \t]*=[^=\n][^\n]*"
+                             r"(?:[\"'](?:LOCAL_RANK|SLURM_LOCALID)[\"']|get_local_rank\(\))")
 SPAWNS = re.compile(r"\b(?:spawn|start_processes)[ \t]*\(")
 RANK_TEST_FUNCTION = re.compile(r"^def[ \t]+(\w+)\(\)[^\n]*:[ \t]*\n(?:[ \t]+(?:\"\"\"[^\n]*\"\"\"|#[^\n]*)?\n)*"
                                 r"[ \t]+return[ \t]+[^\n]*" + RANK_READ + r"[ \t]*(?:==|!=)[ \t]*0\b", re.M)
@@ -294,6 +297,7 @@ def folder_facts(paths):
             files = list(files_under([root]))
             names, classes, rank_attributes, rank_tests, imported = set(), {}, set(), set(), set()
             local = spawns = False  # the rendezvous on this machine, processes started by mp.spawn
+            local_join = False  # init_process_group(..., rank=local_rank), local_rank read from LOCAL_RANK
             saves, built, gpu_saves = 0, set(), []
             for path in files:
                 if path.suffix == ".py":
@@ -308,13 +312,14 @@ def folder_facts(paths):
                     imported.update(n for group in FROM_IMPORT.findall(text) for n in IMPORTED_NAME.findall(group))
                     local = local or bool(LOCAL_RENDEZVOUS.search(text))
                     spawns = spawns or bool(SPAWNS.search(text))
+                    local_join = local_join or bool(JOINS_AS_LOCAL_RANK.search(text) and LOCAL_RANK_READ.search(text))
                     saves += len(TORCH_SAVE.findall(text))
                     gpu_saves.extend(gpu_saves_in(COMMENT.sub("", text)))
                     classes.update(class_bodies(text))
             shared = FolderFacts(names)
             shared.buffered_classes = buffered_classes(classes)
             shared.rank_attributes, shared.rank_test_functions = frozenset(rank_attributes), frozenset(rank_tests)
-            shared.single_node = local and spawns
+            shared.single_node = local and spawns or local_join
             shared.imported = frozenset(imported)
             shared.torch_saves, shared.built = saves, frozenset(built)
             shared.gpu_saves = tuple(gpu_saves)

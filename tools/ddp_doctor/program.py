@@ -574,8 +574,27 @@ class Module:
             local = local or any(isinstance(v, ast.Constant) and isinstance(v.value, str) and
                                  LOCAL_INIT.match(v.value) for c in self.named_calls("init_process_group")
                                  for v in [keyword(c, "init_method")])
-            self._single_node = local and bool(self.named_calls("spawn", "start_processes"))
+            self._single_node = local and bool(self.named_calls("spawn", "start_processes")) or \
+                self.joins_with_local_rank()
         return self._single_node
+
+    def joins_with_local_rank(self):
+        """Whether the program joins its group as its local rank: `init_process_group(..., rank=local_rank)`,
+        the value read from LOCAL_RANK / SLURM_LOCALID or get_local_rank() (directly or through a name its
+        function assigns from one). On a second node two processes would claim one rank and the group would
+        not form: single-node by construction, where the global rank is the local rank."""
+        def local(value):
+            return any((isinstance(n, ast.Constant) and n.value in ("LOCAL_RANK", "SLURM_LOCALID")) or
+                       (isinstance(n, ast.Call) and last_name(n) in ("get_local_rank", "get_node_local_rank"))
+                       for n in walk(value))
+        for call in self.named_calls("init_process_group"):
+            value = keyword(call, "rank")
+            if value is None:
+                continue
+            if local(value) or isinstance(value, ast.Name) and any(
+                    name == value.id and local(v) for name, v in self.assignments(self.scope(call))):
+                return True
+        return False
 
     # Rank tests proven by data flow (DDP011): no name guessing
     def _rank_flow(self):
@@ -855,8 +874,21 @@ class Module:
     def mentions_rank(self, test):
         """mentions_rank with this file's aliases, computed once per node (many calls share one test)."""
         if test not in self._mentions:
-            self._mentions[test] = mentions_rank(test, self.rank_aliases)
+            self._mentions[test] = mentions_rank(test, self.rank_aliases) or self.calls_rank_test_helper(test)
         return self._mentions[test]
+
+    def calls_rank_test_helper(self, test):
+        """Whether a test calls, without arguments, a helper that returns a rank test, whatever its name:
+        `if is_first_worker():`, where a file of the folder (or this one) defines `def is_first_worker(): return
+        not dist.is_available() or not dist.is_initialized() or dist.get_rank() == 0` (not a helper that every
+        rank passes alike, `return dist.get_rank() >= 0`)."""
+        helpers = getattr(self.folder_call_names, "rank_test_functions", frozenset()) | {
+            name for name, defs in self.functions.items() if len(defs) == 1 and not defs[0].args.args}
+        calls = [n for n in walk(test) if type(n) is ast.Call and not n.args and last_name(n) in helpers]
+        if not calls or asks_how_launched(test):
+            return False
+        self._rank_flow()
+        return any(last_name(n) in self._rank_test_functions for n in calls)
 
     def reads_rank(self, node):
         """is_any_rank_expr(node), answered from one pass over the file: the nodes that read a rank and

@@ -15,7 +15,8 @@ RULES = {
                "Call sampler.set_epoch(epoch) at the start of each epoch, before iterating the loader. "
                "Conservative: silent when the sampler does not shuffle, when the file has no loop over epochs "
                "(or one of one epoch: range(1), or a name the file binds once, to 1), "
-               "and when any set_epoch() call appears in the file.",
+               "and when any set_epoch() call appears in the file; silent for a sampler built inside the epoch "
+               "loop whose seed= depends on the epoch (a new order each epoch).",
                "05 · Rank-aware training; 06 · Why DDP is correct"),
     "DDP003": ("shuffle-with-sampler", "shuffle=True next to a sampler: DataLoader refuses the pair",
                "A sampler decides the order; DataLoader raises 'sampler option is mutually exclusive with "
@@ -106,8 +107,30 @@ def rule_sampler_without_set_epoch(m):
         data = call.args[0] if call.args else keyword(call, "dataset")
         if told is not None and (call in told or m.scope(call) not in looping):
             continue  # told, or made where no epoch loop runs (a sampler for one batch)
-        if not is_const(keyword(call, "shuffle"), False) and not (data is not None and text_mentions(data, evalish)):
+        if not is_const(keyword(call, "shuffle"), False) and not (data is not None and text_mentions(data, evalish)) \
+                and not seeded_by_epoch(m, call):
             yield call, "DDP002", ""
+
+
+def seeded_by_epoch(m, call):
+    """Whether a DistributedSampler built inside an epoch loop takes a seed= that depends on the loop's variable
+    (`seed=base + epoch`, or a name its function assigns from it): a new sampler each epoch, with a new order
+    each epoch, which set_epoch would not change. Not a constant seed (the same order every epoch), nor one that
+    depends only on an inner loop's variable."""
+    seed = keyword(call, "seed")
+    epochs = names_of_epochs(m, call) if seed is not None else set()
+    if not epochs:
+        return False
+    names = {n.id for n in walk(seed) if isinstance(n, ast.Name)}
+    return bool(names & epochs) or any(
+        name in names and any(isinstance(n, ast.Name) and n.id in epochs for n in walk(value))
+        for name, value in m.assignments(m.scope(call)))
+
+
+def names_of_epochs(m, call):
+    """The names that the epoch loops around a call bind (`for epoch in range(n)`: epoch)."""
+    return {n.id for loop in m.ancestors(call) if isinstance(loop, (ast.For, ast.AsyncFor)) and m.is_epoch_loop(loop)
+            for n in walk(loop.target) if isinstance(n, ast.Name)}
 
 
 def runs_once(loop, m=None):

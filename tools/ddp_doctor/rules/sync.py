@@ -36,7 +36,9 @@ RULES = {
                "a call passes one to, a helper of the folder that returns such a comparison "
                "(is_main_process()), or `x is not None` / `if x:` on a value that a function of the file returns "
                "only under such a test (None on the other ranks); a name's spelling is not enough (`nranks`, a "
-               "flag, an environment setting are the same on every rank).",
+               "flag, an environment setting are the same on every rank). Silent too when the side of the test "
+               "ends in `return` and calls the same collectives, in the same order, as the path the other ranks "
+               "follow past the `if` (`if not is_first_worker(): barrier(); return` ... `barrier()` at the end).",
                "05 · Rank-aware training; 09 · Debugging"),
     "DDP015": ("no-sync-around-backward-only", "no_sync() around backward() only: the forward pass must be "
                "inside it too",
@@ -44,7 +46,9 @@ RULES = {
                "no_sync() has already armed the all-reduce, so the gradients are synchronised at every "
                "micro-step anyway: no_sync() saves nothing.",
                "with ddp_model.no_sync(): loss = loss_fn(ddp_model(x), y); loss.backward(). Checked: a "
-               "no_sync() block that calls backward() but never uses the model it was taken from.",
+               "no_sync() block that calls backward() but never uses the model it was taken from; silent when "
+               "the step ran its forward inside its own no_sync() block of the same model, earlier in the same "
+               "loop, under the same tests (`if accumulating: with model.no_sync(): out = model(x)`).",
                "07 · Performance"),
     "DDP016": ("accumulation-without-no-sync", "gradient accumulation in a DDP script without no_sync(): "
                "every micro-step all-reduces",
@@ -83,7 +87,8 @@ def rule_collective_in_rank_branch(m):
             continue
         exit_before = m.after_rank_exit(call)
         if exit_before is not None and not any(
-                isinstance(b, ast.If) and m.rank_test(b.test) for b, _ in m.enclosing_ifs(call)):
+                isinstance(b, ast.If) and m.rank_test(b.test) for b, _ in m.enclosing_ifs(call)) and \
+                not balanced_exit(m, exit_before, True):
             yield call, "DDP011", what  # after `if rank != 0: return`: the ranks that returned never call it
             continue
         for branch, in_body in m.enclosing_ifs(call):
@@ -99,9 +104,67 @@ def rule_collective_in_rank_branch(m):
                     other_side_syncs[key] = any(
                         m.is_collective(c) or last_name(c) in m.collective_functions or dotted(c.func) in ddp
                         for s in other for c in calls_in(s))
-                if not other_side_syncs[key] and not complement_syncs(m, branch, name):
+                if not other_side_syncs[key] and not complement_syncs(m, branch, name) and \
+                        not balanced_exit(m, branch, in_body):
                     yield call, "DDP011", what  # (the other ranks call one too, here or in a twin `if`: no finding)
                 break
+
+
+def balanced_exit(m, branch, in_body):
+    """Whether a side of a rank test that ends in `return` calls the same collectives, in the same order, as the
+    path that the other ranks follow past the `if` to the end of the function (or its next return): `if not
+    is_first_worker(): dist.barrier(); return None` ... `dist.barrier()` at the end: every rank calls barrier()
+    once. Only collectives outside any inner `if`, loop or try on both paths count (else: not balanced), and
+    not when a loop or a try lies between the `if` and its function."""
+    side = branch.body if in_body else branch.orelse
+    if not side or not isinstance(side[-1], ast.Return):
+        return False
+    taken = unconditional_collectives(m, side)
+    if not taken:
+        return False
+    rest, node = [], branch
+    while True:
+        holder = m.parent.get(node)
+        if holder is None or isinstance(holder, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Lambda, ast.ClassDef,
+                                                 ast.Module)) or node not in m.position:
+            return False
+        field, index = m.position[node]
+        after = getattr(holder, field)[index + 1:]
+        ends = next((i for i, s in enumerate(after) if isinstance(s, ast.Return)), None)
+        rest += after if ends is None else after[:ends + 1]
+        if ends is not None or isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            break
+        node = holder
+    return taken == unconditional_collectives(m, rest)
+
+
+def unconditional_collectives(m, statements):
+    """The names of the collectives (and of the file's functions that call one) that a list of statements calls
+    on every path, in order; None if one sits in an inner `if`, loop, try or match (a count the doctor cannot
+    tell). A `with` block counts as its body; a nested def or class calls nothing here."""
+    found = []
+    for s in statements:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            found += [name for item in s.items for name in collective_names(m, item.context_expr)]
+            inner = unconditional_collectives(m, s.body)
+            if inner is None:
+                return None
+            found += inner
+        elif any(isinstance(getattr(s, f, None), list) and getattr(s, f) and isinstance(getattr(s, f)[0], ast.stmt)
+                 for f in ("body", "orelse", "finalbody", "handlers", "cases")) or isinstance(s, ast.Try):
+            if collective_names(m, s):
+                return None
+        else:
+            found += collective_names(m, s)
+    return found
+
+
+def collective_names(m, node):
+    calls = [c for c in calls_in(node) if m.is_collective(c) or (
+        isinstance(c.func, ast.Name) and c.func.id in m.collective_functions)]
+    return [last_name(c) for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
 
 
 HELPER_DEPTH = 64  # how deep helper_syncs follows helpers calling helpers; it recurses, so it needs a bound
@@ -324,6 +387,8 @@ def rule_no_sync_around_backward_only(m):
 
     Warning: likely wrong: no_sync() was meant to save the all-reduce and saves nothing.
     """
+    forwards = []  # (with, model) of each no_sync() block that uses its model
+    backward_only = []  # (with, no_sync() call, model) of each block that calls backward() and not the model
     for node in m.of_type(ast.With, ast.AsyncWith):
         for item in node.items:
             ctx = item.context_expr
@@ -331,13 +396,35 @@ def rule_no_sync_around_backward_only(m):
                 continue
             model = dotted(ctx.func.value)
             body_calls = [c for s in node.body for c in calls_in(s)]
-            if not model or "backward" not in {last_name(c) for c in body_calls}:
+            if not model:
                 continue
             uses_model = any(dotted(c.func) == model or dotted(c.func).startswith(model + ".") or
                              any(dotted(a) == model for a in [*c.args, *(k.value for k in c.keywords)])
                              for c in body_calls)
-            if not uses_model:
-                yield ctx, "DDP015", ""
+            if uses_model:
+                forwards.append((node, model))
+            elif "backward" in {last_name(c) for c in body_calls}:
+                backward_only.append((node, ctx, model))
+    for node, ctx, model in backward_only:
+        if not any(forward_in_own_no_sync(m, f, node) for f, other in forwards if other == model):
+            yield ctx, "DDP015", ""
+
+
+def forward_in_own_no_sync(m, forward, backward):
+    """Whether a `with model.no_sync():` block that runs the model (forward) comes, in the same function and
+    loop, before the one that holds backward() alone, under tests that the backward's block also sits under
+    (the same test, the same side): `if accumulating: with model.no_sync(): out = model(x)` ... `if
+    accumulating: with model.no_sync(): loss.backward()`. Every step that skips the sync in the backward ran its
+    forward inside no_sync() too (DDP decides in the forward whether the backward reduces)."""
+    def loop(node):
+        return next((a for a in m.ancestors(node) if isinstance(a, (ast.For, ast.AsyncFor, ast.While))), None)
+
+    def conditions(node):
+        return {(ast.dump(b.test), side) for b, side in m.enclosing_ifs(node)}
+
+    return m.scope(forward) is m.scope(backward) and loop(forward) is loop(backward) and \
+        (forward.lineno, forward.col_offset) < (backward.lineno, backward.col_offset) and \
+        conditions(forward) <= conditions(backward)
 
 
 def rule_accumulation_without_no_sync(m):
