@@ -6,7 +6,7 @@ the path, and `import ddp_doctor` finds the package (a package wins over a modul
 """
 
 
-from ddp_doctor.driver import command_line
+from ddp_doctor.driver import hard_exit, main
 
 if __name__ == "__main__":
-    command_line()
+    hard_exit(main(exiting=True))

@@ -28,8 +28,8 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 class Leaving:
-    """How a command-line run ends (see command_line): nothing is freed once the report is out."""
-    quickly = False  # set by command_line(); main() called as a function leaves it False and frees everything
+    """How a command-line run ends (main(exiting=True), then hard_exit): nothing is freed once the report is out."""
+    quickly = False  # set by main(exiting=True), the command line's run
     kept = None  # the last program model (Module) read, left for the process's exit to drop
 
 
@@ -554,22 +554,23 @@ def plural(n, word):
     return f"{n} {word}" + ("" if n == 1 or word == "advice" else "s")
 
 
-def command_line():
-    """The command line (tools/ddp_doctor.py, python -m ddp_doctor): main(), then the process leaves with
-    os._exit once the report is flushed, as mypy does (mypy.util.hard_exit). A 200k-line file's tree is three
-    million objects: freeing them one by one costs about 0.35 s, and the system takes the memory back at once.
-    So the cycle collector stays off (gc_paused then leaves it off; a file's check leaves no cycles to collect)
-    and the last program model is kept rather than freed (Leaving.kept). Only here: main() called as a
-    function frees everything and returns."""
-    gc.disable()
-    Leaving.quickly = True
-    status = main()
+def hard_exit(status):
+    """The end of a command-line run, main(exiting=True): the report flushed, the process leaves with os._exit,
+    as mypy does (mypy.util.hard_exit). A 200k-line file's tree is three million objects: freeing them one by
+    one costs about 0.35 s, and the system takes the memory back at once."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)
 
 
-def main(argv=None):
+def main(argv=None, exiting=False):
+    """The command line's work: the exit status returned. exiting: the process ends right after (hard_exit),
+    so nothing needs freeing: the cycle collector stays off (gc_paused then leaves it off; a file's check
+    leaves no cycles to collect) and the last program model is kept (Leaving.kept). Called as a function,
+    main() frees everything as it goes."""
+    if exiting:
+        gc.disable()
+        Leaving.quickly = True
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.explain:
         print(explain(args.explain), end="")
