@@ -95,7 +95,7 @@ def check_source(source, path, line_map=None, tree=None, errors=None, folder=Non
     can_quiet = "ddp-doctor" in source  # an ignore comment names the doctor (most files have none)
     module = Module(tree, folder)
     if Leaving.quickly:
-        Leaving.kept = module  # (the one before is freed now, as it would have been)
+        Leaving.kept = module
     findings, seen = [], set()
     for rule in RULE_FUNCTIONS:
         try:
@@ -246,6 +246,7 @@ def check_file(path, errors=None, folder=None):
     be read is one DDP000 finding. errors: see check_source."""
     shown = str(path)
     with gc_paused():
+        Leaving.kept = None  # the file before's model, freed before this one is read: one in memory at a time
         try:
             if path.suffix == ".ipynb":
                 nb = read_notebook(path)
