@@ -6,7 +6,10 @@ The cases live in tests/doctor_cases/: DDP###_bad*.py and DDP###_ok*.py. A line 
 ends with `# expect: DDP###` (one per finding); every other line must give none.
 """
 
+import functools
+import gc
 import json
+import os
 import re
 import resource
 import shutil
@@ -205,6 +208,24 @@ def test_speed_on_the_whole_repository():
           f"({seconds:.2f} s with the interpreter's start, {cpu:.2f} s of CPU: the rest is waiting for a core)")
     assert summary["files"] == len(files) and len(files) > len(list(SCRIPTS.glob("*.py"))), (summary, len(files))
     assert any(p.suffix == ".ipynb" for p in files) and any(p.parent == NOTEBOOKS for p in files), files[:5]
+
+
+def test_command_line_leaves_without_freeing(capsys):
+    """The command line leaves with os._exit once its report is flushed (driver.hard_exit), the last program
+    model not freed: its report still arrives whole, with its exit status, by either entry (the script, the
+    package); main() called as a function returns the same, keeps no model and leaves the collector as it was."""
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # output held until flushed
+    script, package = (subprocess.run([sys.executable, *entry, "--format", "json", str(SCRIPTS)], cwd=REPO / "tools",
+                                      capture_output=True, text=True, timeout=120, env=buffered)
+                       for entry in (["ddp_doctor.py"], ["-m", "ddp_doctor"]))
+    collecting = gc.isenabled()
+    status = driver.main(["--format", "json", str(SCRIPTS)])
+    in_process = capsys.readouterr().out
+    assert gc.isenabled() == collecting and driver.Leaving.kept is None and not driver.Leaving.quickly
+    strip = functools.partial(re.sub, r'"seconds": [0-9.]+', '"seconds": 0')
+    assert json.loads(in_process)["summary"]["files"] == len(list(ddp_doctor.files_under([SCRIPTS])))
+    assert (script.returncode, strip(script.stdout)) == (package.returncode, strip(package.stdout)) == \
+        (status, strip(in_process)), (script.stderr, package.stderr)
 
 
 # ---------------------------------------------------------------------------------------------------

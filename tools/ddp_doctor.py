@@ -5,9 +5,8 @@ rules by family); this file keeps the documented command working. Run as a scrip
 the path, and `import ddp_doctor` finds the package (a package wins over a module of the same name).
 """
 
-import sys
 
-from ddp_doctor.driver import main
+from ddp_doctor.driver import hard_exit, main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    hard_exit(main(exiting=True))

@@ -14,10 +14,12 @@ the runs. A linear doctor takes about the same time per 1,000 lines at every siz
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 TOOLS = Path(__file__).resolve().parent
@@ -91,28 +93,24 @@ def generate(lines):
     return "".join(parts)
 
 
-RUNNER = """import resource, runpy, sys
-sys.path.insert(0, sys.argv[1].rpartition('/')[0] or '.')
-doctor, sys.argv = sys.argv[1], sys.argv[1:]
-try:
-    runpy.run_path(doctor, run_name='__main__')
-except SystemExit:
-    pass
-usage = resource.getrusage(resource.RUSAGE_SELF)
-print(usage.ru_utime + usage.ru_stime, usage.ru_maxrss, file=sys.stderr)
-"""
-
-
 def run_once(doctor, path, timeout):
-    """(doctor's seconds, CPU seconds, peak MB) of one fresh process, or None past the timeout."""
-    try:
-        result = subprocess.run([sys.executable, "-c", RUNNER, str(doctor), "--format", "json", str(path)],
-                                capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    """(doctor's seconds, CPU seconds, peak MB) of one fresh process, or None past the timeout. The CPU time
+    and the peak are the process's own, read by the wait that reaps it (os.wait4): the whole run, its exit
+    included, whichever way the doctor ends."""
+    with subprocess.Popen([sys.executable, str(doctor), "--format", "json", str(path)], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True) as process:
+        timer = threading.Timer(timeout, process.kill)
+        timer.start()
+        try:
+            output = process.stdout.read()
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            timer.cancel()
+        process.returncode = os.waitstatus_to_exitcode(status)  # (reaped here: Popen must not wait again)
+    if process.returncode < 0:  # killed past the timeout
         return None
-    summary = json.loads(result.stdout)["summary"]
-    cpu, rss_kb = result.stderr.strip().splitlines()[-1].split()
-    return summary["seconds"], float(cpu), int(rss_kb) / 1024
+    summary = json.loads(output)["summary"]
+    return summary["seconds"], usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def spread(values, unit=""):

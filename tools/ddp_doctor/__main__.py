@@ -6,6 +6,6 @@ from pathlib import Path
 if not __package__:  # run as a folder (python tools/ddp_doctor): import the package from tools/
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ddp_doctor.driver import main
+from ddp_doctor.driver import hard_exit, main
 
-sys.exit(main())
+hard_exit(main(exiting=True))

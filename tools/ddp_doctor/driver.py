@@ -7,6 +7,7 @@ import contextlib
 import gc
 import io
 import json
+import os
 import re
 import sys
 import time
@@ -24,6 +25,12 @@ SUPPRESS = re.compile(r"#\s*ddp-doctor:\s*ignore\[([A-Z0-9_,\s]+)\]")
 SKIPPED_DIRS = {".git", ".venv", "venv", "build", "node_modules", "__pycache__", ".ipynb_checkpoints"}
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class Leaving:
+    """How a command-line run ends (main(exiting=True), then hard_exit): nothing is freed once the report is out."""
+    quickly = False  # set by main(exiting=True), the command line's run
+    kept = None  # the last program model (Module) read, left for the process's exit to drop
 
 
 @dataclass
@@ -87,6 +94,8 @@ def check_source(source, path, line_map=None, tree=None, errors=None, folder=Non
     lines = source.splitlines()
     can_quiet = "ddp-doctor" in source  # an ignore comment names the doctor (most files have none)
     module = Module(tree, folder)
+    if Leaving.quickly:
+        Leaving.kept = module
     findings, seen = [], set()
     for rule in RULE_FUNCTIONS:
         try:
@@ -237,6 +246,7 @@ def check_file(path, errors=None, folder=None):
     be read is one DDP000 finding. errors: see check_source."""
     shown = str(path)
     with gc_paused():
+        Leaving.kept = None  # the file before's model, freed before this one is read: one in memory at a time
         try:
             if path.suffix == ".ipynb":
                 nb = read_notebook(path)
@@ -550,7 +560,23 @@ def plural(n, word):
     return f"{n} {word}" + ("" if n == 1 or word == "advice" else "s")
 
 
-def main(argv=None):
+def hard_exit(status):
+    """The end of a command-line run, main(exiting=True): the report flushed, the process leaves with os._exit,
+    as mypy does (mypy.util.hard_exit). A 200k-line file's tree is three million objects: freeing them one by
+    one costs about 0.35 s, and the system takes the memory back at once."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def main(argv=None, exiting=False):
+    """The command line's work: the exit status returned. exiting: the process ends right after (hard_exit),
+    so nothing needs freeing: the cycle collector stays off (gc_paused then leaves it off; a file's check
+    leaves no cycles to collect) and the last program model is kept (Leaving.kept). Called as a function,
+    main() frees everything as it goes."""
+    if exiting:
+        gc.disable()
+        Leaving.quickly = True
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.explain:
         print(explain(args.explain), end="")
