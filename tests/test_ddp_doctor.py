@@ -433,6 +433,44 @@ def test_cost_grows_linearly_with_rank_branches():
     assert large / small < 5, (small, large)
 
 
+def lines_run(source):
+    """The lines and calls the doctor runs on source, traced: unlike function_calls, it counts each turn of a
+    comprehension's loop (a set built from every function of the file, for every test, is quadratic work in
+    one call)."""
+    count = 0
+
+    def trace(frame, event, arg):
+        nonlocal count
+        count += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        findings = ddp_doctor.check_source(source, "generated.py")
+    finally:
+        sys.settrace(None)
+    return count, findings
+
+
+def test_cost_grows_linearly_with_helpers_in_tests():
+    """A count, not a time: n helpers without arguments and n saves, each under `if helper_i():` (the shape of
+    `if is_first_worker():`), then 4n. Reading the file's helpers again for every test made the ratio about 6.6
+    here (and a 200k-line file take 25 s instead of 6); read once, it stays near 4."""
+    def work(n):
+        source = ("import torch\nimport torch.distributed as dist\n\n\n"
+                  + "".join(f"def ready_{i}():\n    return torch.cuda.is_available()\n\n\n" for i in range(n))
+                  + "def main(model):\n    dist.init_process_group('gloo')\n"
+                  + "    model = torch.nn.parallel.DistributedDataParallel(model)\n"
+                  + "".join(f"    if ready_{i}():\n        torch.save(model.state_dict(), 'm.pt')\n" for i in range(n)))
+        count, findings = lines_run(source)
+        assert [f.code for f in findings].count("DDP007") == n, findings  # each save was read (written in place)
+        return count
+
+    small, large = work(250), work(1000)
+    print(f"\nlines run: {small} for 250 helpers, {large} for 1,000 ({large / small:.2f} times)")
+    assert large / small < 4.6, (small, large)
+
+
 def test_a_long_chain_of_helpers_is_read_without_a_recursion_error(tmp_path):
     """3,000 helpers, each calling the next, the last a barrier, and rank 0 alone calling the first: DDP011 on
     that call, and no internal error (DDP011 reads a chain of helpers to a bounded depth, and past it counts

@@ -882,8 +882,10 @@ class Module:
         `if is_first_worker():`, where a file of the folder (or this one) defines `def is_first_worker(): return
         not dist.is_available() or not dist.is_initialized() or dist.get_rank() == 0` (not a helper that every
         rank passes alike, `return dist.get_rank() >= 0`)."""
-        helpers = getattr(self.folder_call_names, "rank_test_functions", frozenset()) | {
-            name for name, defs in self.functions.items() if len(defs) == 1 and not defs[0].args.args}
+        if not hasattr(self, "_argless_helpers"):  # built once: asked for every test of the file
+            self._argless_helpers = getattr(self.folder_call_names, "rank_test_functions", frozenset()) | {
+                name for name, defs in self.functions.items() if len(defs) == 1 and not defs[0].args.args}
+        helpers = self._argless_helpers
         calls = [n for n in walk(test) if type(n) is ast.Call and not n.args and last_name(n) in helpers]
         if not calls or asks_how_launched(test):
             return False
