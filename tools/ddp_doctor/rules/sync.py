@@ -85,6 +85,8 @@ def rule_collective_in_rank_branch(m):
             what = f"a forward pass through the DDP model {dotted(call.func)}, which broadcasts its buffers,"
         else:
             continue
+        if any(m.one_process_side(b, i) for b, i in m.enclosing_ifs(call)):
+            continue  # under `if local_rank == -1:` (or the else of `if ddp:`): one process, no other rank to wait
         exit_before = m.after_rank_exit(call)
         if exit_before is not None and not any(
                 isinstance(b, ast.If) and m.rank_test(b.test) for b, _ in m.enclosing_ifs(call)) and \
