@@ -2,6 +2,7 @@
 # `if local_rank in [-1, 0]:` lets rank 0 of a distributed run in, alone: its collective waits for ranks that
 # never call it.
 import argparse
+import os
 
 import torch
 import torch.distributed as dist
@@ -22,7 +23,6 @@ def train(args, model):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--local_rank", type=int, default=-1)
-    args = parser.parse_args()
+    args = argparse.Namespace()
+    args.local_rank = int(os.environ.get("LOCAL_RANK", -1))
     train(args, torch.nn.Linear(4, 2))

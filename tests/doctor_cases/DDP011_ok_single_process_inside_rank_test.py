@@ -2,6 +2,7 @@
 # Near miss: under `if local_rank in [-1, 0]:` (rank 0 or a single process), a helper that calls a collective
 # runs only inside `if local_rank == -1:` (or `in [-1]`): the run that is not distributed, no other rank to wait.
 import argparse
+import os
 
 import torch
 import torch.distributed as dist
@@ -25,7 +26,6 @@ def train(args, model):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--local_rank", type=int, default=-1)
-    args = parser.parse_args()
+    args = argparse.Namespace()
+    args.local_rank = int(os.environ.get("LOCAL_RANK", -1))
     train(args, torch.nn.Linear(4, 2))
