@@ -17,7 +17,8 @@ RULES = {
                "Conservative: silent when the sampler does not shuffle, when the file has no loop over epochs "
                "(or one of one epoch: range(1), or a name the file binds once, to 1), "
                "and when any set_epoch() call appears in the file; silent for a sampler built inside the epoch "
-               "loop whose seed= depends on the epoch (a new order each epoch).",
+               "loop whose seed= depends on the epoch (a new order each epoch), and for one whose loader is read in "
+               "one pass (a loop that no other loop repeats, in a function that no epoch loop calls).",
                "05 · Rank-aware training; 06 · Why DDP is correct"),
     "DDP003": ("shuffle-with-sampler", "shuffle=True next to a sampler: DataLoader refuses the pair",
                "A sampler decides the order; DataLoader raises 'sampler option is mutually exclusive with "
