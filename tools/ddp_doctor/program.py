@@ -227,6 +227,21 @@ def answers(kind, value, samples):
     return [bool(compare(-1 if sample is NOT_DISTRIBUTED else sample, b)) for sample in samples]
 
 
+def flag_test(test):
+    """(name, True) for `if name:`, `if name == True:`, `if name is True:` (a name or attribute), (name, False)
+    for `if not name:`, `if name == False:`, `if name != True:`; None for anything else."""
+    positive = True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, positive = test.operand, False
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant) and \
+            type(test.comparators[0].value) is bool and type(test.ops[0]) in (ast.Eq, ast.Is, ast.NotEq, ast.IsNot):
+        same = type(test.ops[0]) in (ast.Eq, ast.Is)
+        positive = positive == (same == test.comparators[0].value)
+        test = test.left
+    name = dotted(test) if isinstance(test, (ast.Name, ast.Attribute)) else ""
+    return (name, positive) if name else None
+
+
 def distributed_polarity(node):
     """True for a test that holds exactly when the run is distributed, whatever the rank (`rank != -1`,
     `local_rank >= 0`, `local_rank > -1`, `rank not in (-1,)`, `rank is not None`, `world_size > 1`);
@@ -475,6 +490,15 @@ class Module:
             polarities = {self.test_polarity(v, {}) for v in tests}
             if len(polarities) == 1 and None not in polarities:
                 flags[name] = polarities.pop()
+        forming = {}  # `if parallel == True: ... init_process_group(...)`: the flag says the run is distributed
+        for call in self.named_calls("init_process_group"):
+            for branch, in_body in self.enclosing_ifs(call):
+                flag = flag_test(branch.test) if isinstance(branch, ast.If) else None
+                if flag is not None and not text_mentions(branch.test, RANKISH):
+                    forming.setdefault(flag[0], set()).add(in_body == flag[1])
+        for name, sides in forming.items():
+            if name not in flags and len(sides) == 1:
+                flags[name] = sides.pop()
         return flags
 
     def test_polarity(self, test, flags=None, depth=0):
@@ -503,6 +527,10 @@ class Module:
             return True if DISTRIBUTED_FLAG.match(name.rpartition(".")[2]) else None
         if asks_distributed_by_call(test):
             return True
+        flag = flag_test(test) if isinstance(test, ast.Compare) else None
+        if flag is not None:  # `if parallel == True:`, `if ddp is False:`
+            inner = self.test_polarity(test.left, flags, depth + 1)
+            return None if inner is None else inner == flag[1]
         if isinstance(test, ast.Compare):
             return distributed_polarity(test)
         return None

@@ -5,6 +5,7 @@ code -> (name, message, why, fix, lesson)."""
 
 import ast
 import re
+from itertools import takewhile
 
 from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions, unparse, walk
 
@@ -16,7 +17,8 @@ RULES = {
                "Conservative: silent when the sampler does not shuffle, when the file has no loop over epochs "
                "(or one of one epoch: range(1), or a name the file binds once, to 1), "
                "and when any set_epoch() call appears in the file; silent for a sampler built inside the epoch "
-               "loop whose seed= depends on the epoch (a new order each epoch).",
+               "loop whose seed= depends on the epoch (a new order each epoch), and for one whose loader is read in "
+               "one pass (a loop that no other loop repeats, in a function that no epoch loop calls).",
                "05 · Rank-aware training; 06 · Why DDP is correct"),
     "DDP003": ("shuffle-with-sampler", "shuffle=True next to a sampler: DataLoader refuses the pair",
                "A sampler decides the order; DataLoader raises 'sampler option is mutually exclusive with "
@@ -108,8 +110,50 @@ def rule_sampler_without_set_epoch(m):
         if told is not None and (call in told or m.scope(call) not in looping):
             continue  # told, or made where no epoch loop runs (a sampler for one batch)
         if not is_const(keyword(call, "shuffle"), False) and not (data is not None and text_mentions(data, evalish)) \
-                and not seeded_by_epoch(m, call):
+                and not seeded_by_epoch(m, call) and not one_pass(m, call):
             yield call, "DDP002", ""
+
+
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def one_pass(m, call):
+    """Whether a sampler's loader is read once: the function binds the sampler to a name that only the
+    sampler= of a DataLoader bound to a name reads, that loader is only iterated (`for batch in loader`,
+    `tqdm(loader)`) or measured (len), by a loop in no other loop that reads the same loader again (a loop around
+    the loader's making, `for task in tasks:`, makes a new one), with no epoch loop around the sampler nor around
+    a call of the function (`def predict(): ... for batch in loader` called once per checkpoint): no second pass
+    whose order set_epoch could change."""
+    fn, node = m.scope(call), m.parent.get(call)
+    while isinstance(node, ast.IfExp):  # `SequentialSampler(d) if local_rank == -1 else DistributedSampler(d)`
+        node = m.parent.get(node)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(node, ast.Assign) or \
+            len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+        return False
+    names = {n for n in walk(fn) if isinstance(n, ast.Name)}
+    if any(isinstance(a, LOOPS) and m.is_epoch_loop(a) for a in takewhile(lambda a: a is not fn, m.ancestors(call))):
+        return False  # a new sampler each epoch: DDP002 reads its seed
+    loaders, bindings = set(), {}
+    for use in (n for n in names if n.id == node.targets[0].id and isinstance(n.ctx, ast.Load)):
+        word, loader = m.parent.get(use), m.parent.get(m.parent.get(use))
+        bound = m.parent.get(loader)
+        if not (isinstance(word, ast.keyword) and word.arg == "sampler" and isinstance(loader, ast.Call) and
+                last_name(loader) == "DataLoader" and isinstance(bound, ast.Assign) and len(bound.targets) == 1 and
+                isinstance(bound.targets[0], ast.Name)):
+            return False
+        loaders.add(bound.targets[0].id)
+        bindings[bound.targets[0].id] = set(takewhile(lambda a: a is not fn, m.ancestors(bound)))
+    for use in (n for n in names if n.id in loaders and isinstance(n.ctx, ast.Load)):
+        above = m.parent.get(use)
+        if isinstance(above, ast.Call) and last_name(above) == "len":
+            continue
+        loop = next((a for a in m.ancestors(use) if isinstance(a, LOOPS) or a is fn), fn)
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or not any(use is n for n in walk(loop.iter)) or any(
+                isinstance(a, LOOPS) and a not in bindings[use.id]
+                for a in takewhile(lambda a: a is not fn, m.ancestors(loop))):
+            return False  # a loop that reads the same loader again (a loop around its making makes a new one)
+    return bool(loaders) and not any(isinstance(a, LOOPS) and m.is_epoch_loop(a)
+                                     for c in m.named_calls(fn.name) for a in m.ancestors(c))
 
 
 def seeded_by_epoch(m, call):

@@ -47,7 +47,8 @@ RULES = {
                "Choose GPUs outside the script: CUDA_VISIBLE_DEVICES=0,2 torchrun --nproc_per_node=2 train.py. "
                "Conservative: only a GPU list written in the script (a string, or an argparse default); silent "
                "for \"-1\" (a CPU run), a value computed from the rank (an MPI or SLURM task's own GPU) or one "
-               "the doctor cannot read (a function's parameter).",
+               "the doctor cannot read (a function's parameter), and for a command-line option that the script sets "
+               "before it starts its workers itself (mp.spawn): the person running it chose the GPUs.",
                "04 · From single device to DDP"),
     "DDP014": ("legacy-local-rank-argument", "{detail} as an argparse option: the legacy launcher's way",
                "torch.distributed.launch passed --local_rank (since torch 2.0 --local-rank) on the command "
@@ -166,16 +167,28 @@ def rule_cuda_visible_devices(m):
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Subscript) and dotted(target.value).endswith("environ") and \
-                        is_const(target.slice, "CUDA_VISIBLE_DEVICES") and hard_coded_gpus(m, node.value):
+                        is_const(target.slice, "CUDA_VISIBLE_DEVICES") and hard_coded_gpus(m, node.value) and \
+                        not chosen_by_launcher(m, node, node.value):
                     yield target, "DDP013", ""
         elif node in setters:
             name = dotted(node.func)
             if name.endswith(("environ.setdefault", "putenv")) and node.args and \
                     is_const(node.args[0], "CUDA_VISIBLE_DEVICES") and len(node.args) > 1 and \
-                    hard_coded_gpus(m, node.args[1]):
+                    hard_coded_gpus(m, node.args[1]) and not chosen_by_launcher(m, node, node.args[1]):
                 yield node, "DDP013", ""
             elif name.endswith("environ.update") and any(k.arg == "CUDA_VISIBLE_DEVICES" for k in node.keywords):
                 yield node, "DDP013", ""
+
+
+def chosen_by_launcher(m, node, value):
+    """A command-line option (`os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu`) set by the process that then
+    starts the workers itself (mp.spawn, start_processes, Process, later in the same function or module): the
+    person who runs the script chooses the GPUs, before any worker exists; a list written as a string is not."""
+    if not isinstance(value, ast.Attribute):
+        return False
+    scope = m.scope(node)
+    return any(m.scope(c) is scope and c.lineno > node.lineno
+               for c in m.named_calls("spawn", "start_processes", "Process"))
 
 
 def rule_legacy_local_rank_argument(m):

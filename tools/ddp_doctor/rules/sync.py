@@ -30,7 +30,9 @@ RULES = {
                "... `if "
                "dist.is_initialized() and is_main(): barrier()`: a part every rank of the job answers alike is "
                "set aside), and for a test that every rank of a distributed run passes alike (`local_rank >= "
-               "0`, `rank != -1`, `world_size > 1`). A test is about the rank only when its value comes from "
+               "0`, `rank != -1`, `world_size > 1`), or inside the single-process side of such a test (`if local_rank "
+               "== -1:` within `if local_rank in [-1, 0]:`: no other rank to wait for). "
+               "A test is about the rank only when its value comes from "
                "one: get_rank(), RANK / LOCAL_RANK / "
                "SLURM_PROCID, an mp.spawn target's first parameter, a name assigned from those, a parameter "
                "a call passes one to, a helper of the folder that returns such a comparison "
@@ -85,6 +87,8 @@ def rule_collective_in_rank_branch(m):
             what = f"a forward pass through the DDP model {dotted(call.func)}, which broadcasts its buffers,"
         else:
             continue
+        if any(m.one_process_side(b, i) for b, i in m.enclosing_ifs(call)):
+            continue  # under `if local_rank == -1:` (or the else of `if ddp:`): one process, no other rank to wait
         exit_before = m.after_rank_exit(call)
         if exit_before is not None and not any(
                 isinstance(b, ast.If) and m.rank_test(b.test) for b, _ in m.enclosing_ifs(call)) and \
