@@ -15,19 +15,10 @@ class Net(nn.Module):
         return out
 
 
-class LogNet(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 3)
-
-    def forward(self, x):
-        return F.log_softmax(self.fc(x), dim=1)  # expect: DDP019
-
-
 loss_fn = nn.CrossEntropyLoss()
 logits = torch.randn(2, 3)
 loss = loss_fn(torch.softmax(logits, dim=1), torch.tensor([0, 1]))  # expect: DDP019
 loss = F.cross_entropy(logits.softmax(1), torch.tensor([0, 1]))  # expect: DDP019
-model, log_model = Net(), LogNet()
+model = Net()
 x, y = torch.randn(2, 4), torch.tensor([0, 1])
-loss = loss_fn(model(x), y) + loss_fn(log_model(x), y)
+loss = loss_fn(model(x), y)

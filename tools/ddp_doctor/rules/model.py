@@ -11,9 +11,10 @@ RULES = {
     "DDP019": ("softmax-into-cross-entropy", "{detail} fed into CrossEntropyLoss, which applies log_softmax itself",
                "CrossEntropyLoss takes raw logits. After a Softmax the loss can never go below "
                "log(1 + (C-1)/e) (1.46 for 10 classes) and the gradients shrink: training slows or freezes. "
-               "A log_softmax before it is redundant (harmless, but NLLLoss was meant).",
+               "A log_softmax before it is not a mistake: log_softmax is idempotent, so the loss and its "
+               "gradients are those of the logits (silent).",
                "Return the logits from forward(); apply softmax only to report probabilities. Checked: a "
-               "model whose forward() returns a softmax / log_softmax, or such a call passed straight to the "
+               "model whose forward() returns a softmax (never a log_softmax), or one passed straight to the "
                "loss, in a file that uses CrossEntropyLoss; a model class or nn.Sequential only when it is the "
                "model in use (built and called; a class never built is silent).",
                "01 · The single-device baseline"),
@@ -36,16 +37,20 @@ RULES = {
 }
 
 
-SOFTMAXES = {"softmax", "log_softmax", "Softmax", "LogSoftmax"}
+SOFTMAXES = {"softmax", "Softmax"}  # log_softmax is idempotent: CE(log_softmax(z)) == CE(z), not a mistake
+LOG_SOFTMAXES = {"log_softmax", "LogSoftmax"}
 
 
 def returned_softmax(m, fn):
     """The softmax call that forward() returns, or None: `return self.softmax(x)`, `return F.softmax(x)`,
     `out = self.softmax(x); return out`, where self.softmax = nn.Softmax(...) in __init__."""
     cls = m.parent.get(fn)
-    softmax_attrs = set()
+    softmax_attrs, log_attrs = set(), set()
     if isinstance(cls, ast.ClassDef):
         for node in walk(cls):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                    last_name(node.value) in LOG_SOFTMAXES:  # self.softmax = nn.LogSoftmax(dim=1)
+                log_attrs |= {dotted(t) for t in node.targets}
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
                     last_name(node.value) in SOFTMAXES:
                 softmax_attrs |= {dotted(t) for t in node.targets}
@@ -62,6 +67,8 @@ def returned_softmax(m, fn):
         if isinstance(expr, ast.Name) and expr.id in assigned and depth < 3:
             return softmax_of(assigned[expr.id], depth + 1)
         if isinstance(expr, ast.Call):
+            if dotted(expr.func) in log_attrs:
+                return None
             if last_name(expr) in SOFTMAXES or dotted(expr.func) in softmax_attrs or \
                     ("seq:" + dotted(expr.func)) in softmax_attrs:
                 return expr
@@ -72,10 +79,6 @@ def returned_softmax(m, fn):
     returns = [n for n in m.statements(fn) if isinstance(n, ast.Return) and n.value is not None]
     found = [softmax_of(r.value) for r in returns]
     return found[0] if found and all(found) else None
-
-
-def softmax_kind(call):
-    return "log_softmax" if "log" in last_name(call).lower() else "Softmax"
 
 
 WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "to", "cuda", "compile"}
@@ -131,22 +134,17 @@ def rule_softmax_into_cross_entropy(m):
     """
     if not ({"CrossEntropyLoss", "cross_entropy"} & m.call_names):
         return
-    nll = "NLLLoss" in m.call_names or "nll_loss" in m.call_names
     for defs in m.functions.values():
         for fn in defs:
             if fn.name == "forward" and isinstance(m.parent.get(fn), ast.ClassDef) and \
                     model_in_use(m, m.parent[fn].name):
                 call = returned_softmax(m, fn)
                 if call is not None:
-                    kind = softmax_kind(call)
-                    if not (kind == "log_softmax" and nll):
-                        yield call, "DDP019", f"a {kind} at the end of forward() is"
+                    yield call, "DDP019", "a Softmax at the end of forward() is"
     for seq in m.named_calls("Sequential"):  # nn.Sequential(..., nn.Softmax(dim=1)): the model ends in a softmax
         last = seq.args[-1] if seq.args else None
-        if isinstance(last, ast.Call) and last_name(last) in ("Softmax", "LogSoftmax") and sequential_in_use(m, seq):
-            kind = softmax_kind(last)
-            if not (kind == "log_softmax" and nll):
-                yield last, "DDP019", f"a {kind} at the end of an nn.Sequential is"
+        if isinstance(last, ast.Call) and last_name(last) == "Softmax" and sequential_in_use(m, seq):
+            yield last, "DDP019", "a Softmax at the end of an nn.Sequential is"
     loss_fns = set()
     for scope in [None, *[d for defs in m.functions.values() for d in defs]]:
         loss_fns |= set(m.bound_to(scope, lambda v: isinstance(v, ast.Call) and last_name(v) == "CrossEntropyLoss"))
@@ -154,7 +152,7 @@ def rule_softmax_into_cross_entropy(m):
         if (last_name(call) == "cross_entropy" or dotted(call.func) in loss_fns) and call.args:
             first = call.args[0]
             if isinstance(first, ast.Call) and (last_name(first) in SOFTMAXES):
-                yield first, "DDP019", f"a {softmax_kind(first)}"
+                yield first, "DDP019", "a Softmax"
 
 
 SHARDERS = ("fully_shard", "FullyShardedDataParallel", "FSDP")
