@@ -419,6 +419,10 @@ class Module:
             if isinstance(value, (ast.Compare, ast.BoolOp, ast.UnaryOp)) and is_rank_test(value, aliases)})
         self._polarity = {}
         self.distributed_flags = self._distributed_flags()
+        flags = self._rank_flags()  # `main = False; if rank == 0: main = True`: a rank test kept in a flag
+        if flags:  # (found with rank_test, which has computed the rank flow)
+            self.rank_aliases |= flags
+            self._rank_test_names |= flags
         self.unguarded_functions = self._unguarded_functions()
         self.collective_functions = self._collective_functions()
 
@@ -669,6 +673,35 @@ class Module:
         self._partial_functions = self._find_partial_functions()
         self._rank_test_names = {name for name, value in found
                                  if isinstance(value, (ast.Compare, ast.BoolOp, ast.UnaryOp)) and self.rank_test(value)}
+
+    def _rank_flags(self):
+        """Names that hold a rank test as a flag: assigned only True and False, False somewhere, True only inside
+        a rank test (`main = False; if dist.get_rank() == 0: main = True`) or on the one-process side of a
+        "distributed or not" test (`else: main = True`), once at least inside a rank test. A flag set True on
+        every rank is not one."""
+        sides = {}  # name -> set of where its True assignments are ("rank", "one", "all"); False as "false"
+        for scope in [None, *self.functions_flat()]:
+            for node in self.statements(scope):
+                if type(node) is not ast.Assign or len(node.targets) != 1 or not dotted(node.targets[0]):
+                    continue
+                name, value = dotted(node.targets[0]), node.value
+                if not (isinstance(value, ast.Constant) and type(value.value) is bool):
+                    sides.setdefault(name, set()).add("other")
+                    continue
+                if not value.value:
+                    sides.setdefault(name, set()).add("false")
+                    continue
+                where = "all"
+                for branch, in_body in self.enclosing_ifs(node):
+                    if isinstance(branch, ast.If) and self.rank_test(branch.test):
+                        where = "rank"
+                        break
+                    if self.one_process_side(branch, in_body):
+                        where = "one"
+                        break
+                sides.setdefault(name, set()).add(where)
+        return {name for name, found in sides.items() if "rank" in found and "false" in found and
+                found <= {"rank", "one", "false"}}
 
     def is_rank_value(self, node, depth=0):
         """An expression whose value is a rank by data flow: get_rank(), get_local_rank(), get_node_local_rank(),
