@@ -85,8 +85,9 @@ RULES = {
                "Start at checkpoint['epoch'] + 1, or store epoch + 1 ('the next epoch') and say so in the "
                "key's name. Conservative: only when the file stores the loop's epoch as it is and starts a "
                "range() from the loaded value as it is; silent for a checkpoint written inside the epoch (in a loop "
-               "nested in the epoch loop) that stores beside the epoch where in it to restart (that loop's "
-               "variable, or a start/step/batch/group key): the epoch in progress, not a finished one.",
+               "nested in the epoch loop, or in a loop of a function only the epoch loop calls) that stores "
+               "beside the epoch where in it to restart (that loop's variable, or a start/step/batch/group "
+               "key): the epoch in progress, not a finished one.",
                "05 · Rank-aware training; 08 · Fault tolerance"),
     "DDP021": ("zero-state-not-consolidated", "{detail}.state_dict() of a ZeroRedundancyOptimizer that nothing "
                "consolidates: it raises on every rank",
@@ -533,7 +534,8 @@ POSITION = re.compile(r"start|resume|step|batch|iter|idx|index|offset|position|g
 
 
 def mid_epoch_position(m, node, epoch_loops):
-    """Whether a saved dict is built inside a loop nested in the epoch loop (mid-epoch) and stores, beside the
+    """Whether a saved dict is built inside a loop nested in the epoch loop (mid-epoch; or in a loop of a
+    function that only the epoch loop calls, train_one_epoch) and stores, beside the
     epoch, where in the epoch to restart: that inner loop's variable (`"start_group": group_idx`), or a value
     under a key that names a position (`"batch_idx": ...`, `"resume_step": ...`). Such a checkpoint stores the
     epoch in progress on purpose: resuming at it, from that position, repeats nothing."""
@@ -545,7 +547,8 @@ def mid_epoch_position(m, node, epoch_loops):
             inner.add(parent)
         child, parent = parent, m.parent.get(parent)
     else:
-        return False
+        if not (isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and called_in_epoch_loop(m, parent)):
+            return False  # (a function the epoch loop calls, train_one_epoch(...): its loops run inside the epoch)
     if not inner:
         return False
     names = {n.id for loop in inner if isinstance(loop, (ast.For, ast.AsyncFor))
@@ -556,6 +559,15 @@ def mid_epoch_position(m, node, epoch_loops):
         items = [(k.arg or "", k.value) for k in node.keywords]
     return any(isinstance(v, ast.Name) and v.id in names or (
         isinstance(key, str) and POSITION.search(key) and not re.search("epoch", key, re.I)) for key, v in items)
+
+
+def called_in_epoch_loop(m, fn):
+    """Whether the file calls this function (`train(...)`, `self.train(...)`) inside an epoch loop, and only there
+    (not counting `model.train()`, a method of another object)."""
+    calls = [c for c in m.calls_named.get(fn.name, []) if isinstance(c.func, ast.Name) or (
+        isinstance(c.func, ast.Attribute) and dotted(c.func.value) == "self")]
+    loops = set(m.epoch_loops())
+    return bool(calls) and all(any(a in loops for a in m.ancestors(c)) for c in calls)
 
 
 def rule_zero_state_not_consolidated(m):
