@@ -386,20 +386,28 @@ def test_an_internal_error_names_the_file_exits_3_and_the_run_goes_on(tmp_path, 
     assert re.search(r"b_fine\.py:2:1: DDP013", out) and "in 2 file(s)" in out, out
 
 
-def function_calls(source):
-    """The Python function calls the doctor makes on source (a count of work, the same on a loaded machine), and
-    its findings."""
+def function_calls(source, lines=False):
+    """The work the doctor does on source (a count, the same on a loaded machine), and its findings: the Python
+    function calls it makes, or with lines=True every line it runs and every call, traced, so that each turn of a
+    comprehension's loop counts too (a set built from every function of the file, for every test, is quadratic
+    work in one call)."""
     count = 0
 
     def profile(frame, event, arg):
         nonlocal count
         count += event in ("call", "c_call")
 
-    sys.setprofile(profile)
+    def trace(frame, event, arg):
+        nonlocal count
+        count += 1
+        return trace
+
+    watch, counter = (sys.settrace, trace) if lines else (sys.setprofile, profile)
+    watch(counter)
     try:
         findings = ddp_doctor.check_source(source, "generated.py")
     finally:
-        sys.setprofile(None)
+        watch(None)
     return count, findings
 
 
@@ -433,25 +441,6 @@ def test_cost_grows_linearly_with_rank_branches():
     assert large / small < 5, (small, large)
 
 
-def lines_run(source):
-    """The lines and calls the doctor runs on source, traced: unlike function_calls, it counts each turn of a
-    comprehension's loop (a set built from every function of the file, for every test, is quadratic work in
-    one call)."""
-    count = 0
-
-    def trace(frame, event, arg):
-        nonlocal count
-        count += 1
-        return trace
-
-    sys.settrace(trace)
-    try:
-        findings = ddp_doctor.check_source(source, "generated.py")
-    finally:
-        sys.settrace(None)
-    return count, findings
-
-
 def test_cost_grows_linearly_with_helpers_in_tests():
     """A count, not a time: n helpers without arguments and n saves, each under `if helper_i():` (the shape of
     `if is_first_worker():`), then 4n. Reading the file's helpers again for every test made the ratio about 6.6
@@ -462,7 +451,7 @@ def test_cost_grows_linearly_with_helpers_in_tests():
                   + "def main(model):\n    dist.init_process_group('gloo')\n"
                   + "    model = torch.nn.parallel.DistributedDataParallel(model)\n"
                   + "".join(f"    if ready_{i}():\n        torch.save(model.state_dict(), 'm.pt')\n" for i in range(n)))
-        count, findings = lines_run(source)
+        count, findings = function_calls(source, lines=True)
         assert [f.code for f in findings].count("DDP007") == n, findings  # each save was read (written in place)
         return count
 
