@@ -638,3 +638,55 @@ def test_a_folder_shows_that_it_runs_on_one_node_and_saves_cpu_tensors(tmp_path)
                                         "    torch.save(model.state_dict(), 'w.pt')\n")
     saved_on_gpu = findings_at(tmp_path)
     assert saved_on_gpu == [("worker.py", 12, "DDP008")], saved_on_gpu
+
+
+# dfix17a: code that nothing runs (a function or method nothing in the program refers to), saves into memory
+
+
+def test_a_function_is_referred_to_by_a_call_a_callback_a_dict_a_string_an_attribute_or_its_place():
+    """Which functions of a program with an entry point count as code that nothing runs: only those whose
+    name nothing uses (torch.save names no method save); a callback, a dict entry, a string (getattr
+    dispatch), `obj.name`, a decorator, a dunder, a method of a class built on one outside the program refer."""
+    import ast
+
+    from ddp_doctor.program import Module
+    source = (
+        "import torch\nimport torch.nn as nn\n\n\n"
+        "def called(): pass\ndef callback(): pass\ndef in_dict(): pass\ndef by_string(): pass\n"
+        "def by_attribute(): pass\ndef dead(): pass\ndef save(): pass\n"
+        "@torch.no_grad()\ndef decorated(): pass\n\n\n"
+        "class Plain:\n    def __init__(self): pass\n    def used(self): pass\n    def unused(self): pass\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x): return x\n\n\n"
+        "class Child(Plain):\n    def hook(self): pass\n\n\n"
+        "TABLE = {'a': in_dict}\n\n\n"
+        "def main():\n    called()\n    run(callback)\n    getattr(object, 'by_string')\n"
+        "    Plain().used()\n    x.by_attribute\n    torch.save(1, 'f')\n\n\n"
+        "if __name__ == '__main__':\n    main()\n")
+    module = Module(ast.parse(source))
+    unreferred = sorted(f.name for f in module.functions_flat() if module.in_unreferred_function(f.body[0]))
+    assert unreferred == ["dead", "hook", "save", "unused"], unreferred
+    library = Module(ast.parse(source.replace("if __name__ == '__main__':\n    main()\n", "torch.manual_seed(0)\n")))
+    assert not any(library.in_unreferred_function(f.body[0]) for f in library.functions_flat())
+    script = Module(ast.parse(source.replace("if __name__ == '__main__':\n    main()\n", "main()\n")))
+    assert script.has_entry_point()
+
+
+def test_a_folder_reads_what_its_files_refer_to_for_code_that_nothing_runs(tmp_path):
+    """DDP008 in a folder run: util/utils.py defines load(), which nothing calls (the script's own torch.load
+    names no function load of the folder): silent; reported once the script calls utils.load (a module of the
+    folder, whose attributes name its functions)."""
+    (tmp_path / "util").mkdir()
+    (tmp_path / "util" / "utils.py").write_text(
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n\n"
+        "def wrap(model):\n    return DDP(model)\n\n\n"
+        "def save(model, path):\n    torch.save(model.state_dict(), path)\n\n\n"
+        "def load(model, path):\n    model.load_state_dict(torch.load(path))\n")
+    script = ("import torch\nimport torch.distributed as dist\nfrom util import utils\n\n\ndef main():\n"
+              "    dist.init_process_group('gloo')\n    model = torch.nn.Linear(2, 2)\n"
+              "    if dist.get_rank() == 0:\n        utils.save(model, 'm.pt')\n"
+              "    model.load_state_dict(torch.load('m.pt', map_location='cpu'))\n{}\n\n"
+              "if __name__ == '__main__':\n    main()\n")
+    (tmp_path / "train.py").write_text(script.format(""))
+    assert findings_at(tmp_path) == [], findings_at(tmp_path)
+    (tmp_path / "train.py").write_text(script.format("    utils.load(model, 'm.pt')"))
+    assert findings_at(tmp_path) == [("utils.py", 14, "DDP008")], findings_at(tmp_path)

@@ -7,6 +7,7 @@ import contextlib
 import gc
 import io
 import json
+import keyword
 import os
 import re
 import sys
@@ -110,6 +111,8 @@ def check_source(source, path, line_map=None, tree=None, errors=None, folder=Non
             if key in seen:
                 continue
             seen.add(key)
+            if module.in_unreferred_function(node):  # code that nothing in the program runs: no rule reports it
+                continue
             quiet = quiet_codes(lines, node.lineno, module.statement(node).lineno) if can_quiet else set()
             c, line = place(node.lineno)
             findings.append(Finding(path, line, node.col_offset + 1, code, message(code, detail), c,
@@ -309,12 +312,17 @@ def folder_facts(paths):
             local = spawns = False  # the rendezvous on this machine, processes started by mp.spawn
             local_join = False  # init_process_group(..., rank=local_rank), local_rank read from LOCAL_RANK
             saves, built, gpu_saves = 0, set(), []
+            modules = {p.stem for p in files} | {p.name for p in root.rglob("*") if p.is_dir()}
+            referred, entry_point = set(), False
             for path in files:
                 if path.suffix == ".py":
                     try:
                         text = path.read_text(encoding="utf-8", errors="replace")
                     except OSError:
                         continue
+                    referred.update(referred_in_text(text, modules))
+                    entry_point = entry_point or bool(MAIN_GUARD.search(text)) or any(
+                        not keyword.iskeyword(name) and name != "print" for name in TOP_LEVEL_CALL.findall(text))
                     names.update(CALLED.findall(text))
                     built.update(BUILT.findall(COMMENT.sub("", text)))
                     rank_attributes.update(RANK_ATTRIBUTE.findall(text))
@@ -333,6 +341,8 @@ def folder_facts(paths):
             shared.imported = frozenset(imported)
             shared.torch_saves, shared.built = saves, frozenset(built)
             shared.gpu_saves = tuple(gpu_saves)
+            shared.referred, shared.modules = frozenset(referred), frozenset(modules)
+            shared.entry_point = entry_point
             facts.update((path, shared) for path in files)
     return facts
 
@@ -348,6 +358,55 @@ class FolderFacts(frozenset):
     gpu_saves = ()  # (file names, owners) of each torch.save( of a state_dict() not moved to the CPU
     built = frozenset()  # the names called in code (not `class Net(`, `def f(`, nor in a comment): Net() builds one
     imported = frozenset()  # the names that `from ... import a, b as c` brings into a file: perhaps called there
+    referred = frozenset()  # the names its files refer to other than by a def (referred_in_text)
+    modules = frozenset()  # the names of its files (stems) and folders: what `import utils` finds in it
+    entry_point = False  # a file runs something: `if __name__ == "__main__":` or a call at column 0 (`main()`)
+
+
+MAIN_GUARD = re.compile(r"^if[ \t]+__name__[ \t]*==", re.M)
+TOP_LEVEL_CALL = re.compile(r"^([A-Za-z_]\w*)[ \t]*\(", re.M)
+REFERENCE_TOKENS = re.compile(  # a string, a comment, a def's name, `root.attr`, a word: in the file's order
+    r"(?P<prefix>[rRbBuUfF]{0,2})(?P<string>\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|\"(?:\\.|[^\"\\\n])*\"|"
+    r"'(?:\\.|[^'\\\n])*')|#[^\n]*|\bdef[ \t]+\w+|(?P<root>[A-Za-z_]\w*)[ \t]*\.[ \t]*(?P<attr>[A-Za-z_]\w*)|"
+    r"(?P<word>[A-Za-z_]\w*)")
+IMPORT_LINE = re.compile(r"^[ \t]*import[ \t]+([^\n#;]*)|^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+"
+                         r"(\([^)]*\)|[^\n#;]*)", re.M)
+WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def referred_in_text(text, modules):
+    """The names a file's text refers to, as Module.referred_names reads them from a tree, here from the text
+    (a folder's other files are not parsed twice): each word of its code, not a def's own name, not an attribute
+    of a module imported from outside the folder (torch.save), not in a comment; of a string, its text where it
+    is a name (getattr dispatch), every word of an f-string."""
+    external = set()
+    for plain, dots, module, names in IMPORT_LINE.findall(text):
+        if plain:
+            for part in plain.split(","):
+                words = part.split()
+                if words and words[0].split(".")[0] not in modules:
+                    external.add(words[-1] if len(words) == 3 and words[1] == "as" else words[0].split(".")[0])
+        elif not dots and module.split(".")[0] not in modules:
+            for part in names.strip("()").split(","):
+                words = part.split()
+                if words:
+                    external.add(words[-1])
+    found = set()
+    for match in REFERENCE_TOKENS.finditer(text):
+        word, root, string = match.group("word", "root", "string")
+        if word is not None:
+            found.add(word)
+        elif root is not None:
+            found.add(root)
+            if root not in external:
+                found.add(match.group("attr"))
+        elif string is not None:
+            inner = string.strip("\"'")
+            if "f" in match.group("prefix").lower():
+                found.update(WORD.findall(inner))
+            elif inner.isidentifier():
+                found.add(inner)
+    return found
 
 
 CLASS_LINE = re.compile(r"^class\s+([A-Za-z_]\w*)[^\n]*:", re.M)

@@ -1452,6 +1452,104 @@ class Module:
             self._epoch_loop_set = set(self.epoch_loops())
         return loop in self._epoch_loop_set
 
+    # code that nothing runs
+    def in_unreferred_function(self, node):
+        """Whether node is inside a function (or method) that nothing in the program refers to, in a program
+        with an entry point (a library file read alone keeps its findings): no rule reports what never runs.
+        Asked only for the nodes of findings; what it needs is built once, when first asked."""
+        scope = self.scope(node)
+        while scope is not None:
+            if type(scope) in (ast.FunctionDef, ast.AsyncFunctionDef) and self._unreferred(scope):
+                return self.has_entry_point()
+            scope = self.scope(scope)
+        return False
+
+    def _unreferred(self, fn):
+        """A function whose name nothing refers to (referred_names), and that no one else calls by its place:
+        not decorated, not a dunder method, not a method of a class built on a class outside the program (a
+        framework calls forward, __getitem__, on_train_epoch_end by name)."""
+        name = fn.name
+        if fn.decorator_list or name.startswith("__") and name.endswith("__") or name in self.referred_names():
+            return False
+        owner = self.parent.get(fn)
+        return type(owner) is not ast.ClassDef or not self._framework_class(owner)
+
+    def _framework_class(self, cls, depth=0):
+        """Whether a class may be called by a framework: decorated, with a metaclass, or with a base that is not
+        object nor a class of this file that is itself not one (a base from another file counts as one)."""
+        if cls.decorator_list or cls.keywords or depth > 20:
+            return True
+        classes = self.classes()
+        for base in cls.bases:
+            name = dotted(base)
+            if name == "object":
+                continue
+            local = classes.get(name)
+            if local is None or local is cls or self._framework_class(local, depth + 1):
+                return True
+        return False
+
+    def classes(self):
+        """name -> the class of this file by that name (a name defined twice: neither)."""
+        if not hasattr(self, "_classes"):
+            found = {}
+            for c in self.of_type(ast.ClassDef):
+                found[c.name] = None if c.name in found else c
+            self._classes = {name: c for name, c in found.items() if c is not None}
+        return self._classes
+
+    def referred_names(self):
+        """Every name the program refers to other than by its own def: a name used (a call, a callback passed,
+        stored in a dict), an attribute `.name` on anything but an imported module of outside the program
+        (torch.save refers to no method save; utils.load, with utils a module of the folder, does), a string
+        constant equal to it (getattr dispatch), a name imported; with the other files of its folder (driver)."""
+        if not hasattr(self, "_referred"):
+            external = self.external_modules()
+            found = {n.id for n in self.of_type(ast.Name)}
+            found.update(a.attr for a in self.of_type(ast.Attribute)
+                         if type(a.value) is not ast.Name or a.value.id not in external)
+            found.update(text for text in self.strings() if text.isidentifier())
+            found.update(alias.name for node in self.of_type(ast.ImportFrom) for alias in node.names)
+            self._referred = found | getattr(self.folder_call_names, "referred", frozenset())
+        return self._referred
+
+    def external_modules(self):
+        """The names bound by an import from outside the program (`import torch`, `import torch.distributed as
+        dist`, `from torch import nn`): not from a file or package of the folder read (driver), nor relative."""
+        ours = getattr(self.folder_call_names, "modules", frozenset())
+        found = set()
+        for node in self.of_type(ast.Import):
+            found.update(alias.asname or alias.name.split(".")[0] for alias in node.names
+                         if alias.name.split(".")[0] not in ours)
+        for node in self.of_type(ast.ImportFrom):
+            if not node.level and (node.module or "").split(".")[0] not in ours:
+                found.update(alias.asname or alias.name for alias in node.names)
+        return found
+
+    def has_entry_point(self):
+        """Whether the program runs something: an `if __name__ == "__main__":` or a module-level call (not of an
+        imported module's function, not print), here or in a file of its folder (driver)."""
+        if getattr(self.folder_call_names, "entry_point", False):
+            return True
+        if not hasattr(self, "_entry_point"):
+            external = self.external_modules()
+            self._entry_point = False
+            for statement in self.statements(None):
+                if type(statement) is ast.If and "__name__" in names_in(statement.test):
+                    self._entry_point = True
+                    break
+                value = statement.value.value if type(statement) is ast.Expr and type(
+                    statement.value) is ast.Await else getattr(statement, "value", None)
+                if type(statement) is ast.Expr and type(value) is ast.Call:
+                    root = value.func
+                    while type(root) is ast.Attribute:
+                        root = root.value
+                    if type(root) is ast.Name and root.id != "print" and not (
+                            root is not value.func and root.id in external):
+                        self._entry_point = True
+                        break
+        return self._entry_point
+
 
 def assigned_values(statements, name):
     """The values assigned to a plain name in these statements (and the blocks inside them, not in functions)."""

@@ -142,8 +142,31 @@ def rule_unguarded_save(m):
         return
     for call in m.named_calls("save"):
         if dotted(call.func) == "torch.save" and not m.guarded(call) and not names_rank(m, call) and \
-                not m.outside_group(call) and not unique_per_process(m, call):  # (before the group: one process)
-            yield call, "DDP005", ""  # (a path that names the rank, or is new in each process: a file per rank)
+                not m.outside_group(call) and not unique_per_process(m, call) and not saves_to_memory(m, call):
+            yield call, "DDP005", ""  # (a path that names the rank, or is new in each process: a file per rank;
+            # before the group forms: one process; into an io.BytesIO: no file)
+
+
+IN_MEMORY = {"BytesIO", "StringIO"}
+
+
+def saves_to_memory(m, call):
+    """Whether a save writes into an in-memory buffer, not a file: its target is io.BytesIO() / io.StringIO(),
+    in the call or through a name that its function binds only from one (`buf = io.BytesIO()`, `with
+    io.BytesIO() as f`), as a snapshot serialised to be broadcast is."""
+    target = call.args[1] if len(call.args) > 1 else keyword(call, "f")
+    if isinstance(target, ast.Call):
+        return last_name(target) in IN_MEMORY
+    if not isinstance(target, ast.Name):
+        return False
+    values = []
+    for node in m.scope_nodes(m.scope(call)):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == target.id for t in node.targets):
+            values.append(node.value)
+        elif isinstance(node, ast.withitem) and isinstance(node.optional_vars, ast.Name) and \
+                node.optional_vars.id == target.id:
+            values.append(node.context_expr)
+    return bool(values) and all(isinstance(v, ast.Call) and last_name(v) in IN_MEMORY for v in values)
 
 
 UNIQUE = {"uuid4", "uuid1", "getpid", "mkstemp", "NamedTemporaryFile", "mkdtemp", "TemporaryDirectory",
@@ -211,6 +234,8 @@ def rule_non_atomic_checkpoint(m):
             buffers = m.bound_to(scope, lambda v: "BytesIO" in unparse(v))
             if target.id in buffers:
                 continue
+        if saves_to_memory(m, call):  # (`with io.BytesIO() as f`)
+            continue
         if scope not in renaming:
             yield call, "DDP007", ""
 
