@@ -1457,22 +1457,31 @@ class Module:
         """Whether node is inside a function (or method) that nothing in the program refers to, in a program
         with an entry point (a library file read alone keeps its findings): no rule reports what never runs.
         Asked only for the nodes of findings; what it needs is built once, when first asked."""
+        if not hasattr(self, "_unreferred_scopes"):
+            self._unreferred_scopes = {None: False}  # scope -> whether it is, or is in, such a function
+        known = self._unreferred_scopes
         scope = self.scope(node)
-        while scope is not None:
-            if type(scope) in (ast.FunctionDef, ast.AsyncFunctionDef) and self._unreferred(scope):
-                return self.has_entry_point()
-            scope = self.scope(scope)
-        return False
+        if scope not in known:
+            known[scope] = type(scope) in (ast.FunctionDef, ast.AsyncFunctionDef) and self._unreferred(scope) and \
+                self.has_entry_point() or self.in_unreferred_function(scope)
+        return known[scope]
 
     def _unreferred(self, fn):
         """A function whose name nothing refers to (referred_names), and that no one else calls by its place:
         not decorated, not a dunder method, not a method of a class built on a class outside the program (a
-        framework calls forward, __getitem__, on_train_epoch_end by name)."""
+        framework calls forward, __getitem__, on_train_epoch_end by name). Most functions are called by name
+        (`f()`, `obj.f()`): that is read from the calls by name, before the names of the whole program."""
         name = fn.name
-        if fn.decorator_list or name.startswith("__") and name.endswith("__") or name in self.referred_names():
+        if fn.decorator_list or name.startswith("__") and name.endswith("__"):
+            return False
+        external = self.external_modules()
+        if any(type(c.func) is ast.Name or not (type(c.func.value) is ast.Name and c.func.value.id in external)
+               for c in self.calls_named.get(name, ()) if type(c.func) in (ast.Name, ast.Attribute)):
             return False
         owner = self.parent.get(fn)
-        return type(owner) is not ast.ClassDef or not self._framework_class(owner)
+        if type(owner) is ast.ClassDef and self._framework_class(owner):
+            return False
+        return name not in self.referred_names()
 
     def _framework_class(self, cls, depth=0):
         """Whether a class may be called by a framework: decorated, with a metaclass, or with a base that is not
@@ -1516,8 +1525,10 @@ class Module:
     def external_modules(self):
         """The names bound by an import from outside the program (`import torch`, `import torch.distributed as
         dist`, `from torch import nn`): not from a file or package of the folder read (driver), nor relative."""
+        if hasattr(self, "_external"):
+            return self._external
         ours = getattr(self.folder_call_names, "modules", frozenset())
-        found = set()
+        found = self._external = set()
         for node in self.of_type(ast.Import):
             found.update(alias.asname or alias.name.split(".")[0] for alias in node.names
                          if alias.name.split(".")[0] not in ours)
