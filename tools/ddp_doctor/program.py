@@ -1277,21 +1277,33 @@ class Module:
                 resolved[last_name(call)].append(call)
         unresolved |= names & getattr(self.folder_call_names, "imported", frozenset())
         unresolved |= names - set(resolved)  # never called here: the doctor cannot tell
-        forming, todo = {"init_process_group"}, ["init_process_group"]  # the names whose calls form the group
-        while todo:  # through every call of such a name, resolved or not (more forming: more code in the job)
-            for call in self.calls_named.get(todo.pop(), []):
-                caller = self._function_of(call)
-                found = [] if caller is None else [caller.name]
-                if caller is not None and caller.name == "__init__" and \
-                        isinstance(self.parent.get(caller), ast.ClassDef):
-                    found.append(self.parent[caller].name)  # Trainer(...) runs the __init__ that forms it
-                for name in found:
-                    if name not in forming:
-                        forming.add(name)
-                        todo.append(name)
+        switches = self._group_switches()
+        while True:  # (again without a switch of a function that forms the group through another function too)
+            forming, todo = {"init_process_group"}, ["init_process_group"]  # the names whose calls form the group
+            through = set()  # the names that form it through a function of the file
+            while todo:  # through every call of such a name, resolved or not (more forming: more code in the job)
+                called = todo.pop()
+                for call in self.calls_named.get(called, []):
+                    if self._switched_off(call, switches.get(called)):
+                        continue  # train_worker(..., is_distributed=False): this call forms no group
+                    caller = self._function_of(call)
+                    found = [] if caller is None else [caller.name]
+                    if caller is not None and caller.name == "__init__" and \
+                            isinstance(self.parent.get(caller), ast.ClassDef):
+                        found.append(self.parent[caller].name)  # Trainer(...) runs the __init__ that forms it
+                    if called != "init_process_group":
+                        through.update(found)
+                    for name in found:
+                        if name not in forming:
+                            forming.add(name)
+                            todo.append(name)
+            if not through & set(switches):
+                break
+            switches = {name: switch for name, switch in switches.items() if name not in through}
         points = defaultdict(list)
         for call in self.named_calls(*forming):
-            points[self._function_of(call)].append(call)
+            if not self._switched_off(call, switches.get(last_name(call))):
+                points[self._function_of(call)].append(call)
         status = {name: UNKNOWN if name in unresolved else OUTSIDE for name in names}
         after = {call: any(self._precedes(p, call) for p in points.get(self._function_of(call), ()))
                  for calls in resolved.values() for call in calls}
@@ -1307,6 +1319,39 @@ class Module:
                         changed = True
         self._group_status, self._group_points = status, points
         return status, points
+
+    def _group_switches(self):
+        """name -> (parameter, its position) of each function of the file that forms the group only under `if
+        flag:`, flag one of its parameters (`def train_worker(..., is_distributed=False)` with `if
+        is_distributed: dist.init_process_group(...)`): a call that passes False for it forms no group."""
+        found, off = {}, set()
+        for call in self.calls_named.get("init_process_group", []):
+            fn = self._function_of(call)
+            if fn is None:
+                continue
+            params = [p.arg for p in [*fn.args.posonlyargs, *fn.args.args]]
+            kwonly = [p.arg for p in fn.args.kwonlyargs]
+            tested = [b.test.id for b, in_body in self.enclosing_ifs(call) if type(b) is ast.If and in_body
+                      and type(b.test) is ast.Name and b.test.id in params + kwonly]
+            switch = (tested[0], params.index(tested[0]) - (params[:1] in (["self"], ["cls"]))
+                      if tested[0] in params else None) if tested else None
+            if switch is None or found.get(fn.name, switch) != switch or len(self.functions.get(fn.name, ())) != 1:
+                off.add(fn.name)
+            else:
+                found[fn.name] = switch
+        return {name: switch for name, switch in found.items() if name not in off}
+
+    @staticmethod
+    def _switched_off(call, switch):
+        """Whether a call passes a constant False for the parameter that switches its function's group on."""
+        if switch is None:
+            return False
+        name, index = switch
+        value = keyword(call, name)
+        if value is None and index is not None and 0 <= index < len(call.args) and not any(
+                type(a) is ast.Starred for a in call.args[:index + 1]):
+            value = call.args[index]
+        return value is not None and is_const(value, False)
 
     def _precedes(self, first, node):
         """Whether first (a call) may run before node in their function: first sits in a statement before
