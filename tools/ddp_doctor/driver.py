@@ -106,13 +106,14 @@ def check_source(source, path, line_map=None, tree=None, errors=None, folder=Non
                 raise
             errors.append(f"{rule.__name__}: {type(error).__name__}: {error}")
             continue
+        uncalled = module.uncalled_lines() if found else b""  # the lines of functions nothing calls by name
         for node, code, detail in found:
             key = (node.lineno, node.col_offset, code)
             if key in seen:
                 continue
             seen.add(key)
-            if module.in_unreferred_function(node):  # code that nothing in the program runs: no rule reports it
-                continue
+            if node.lineno < len(uncalled) and uncalled[node.lineno] and module.in_unreferred_function(node):
+                continue  # code that nothing in the program runs: no rule reports it
             quiet = quiet_codes(lines, node.lineno, module.statement(node).lineno) if can_quiet else set()
             c, line = place(node.lineno)
             findings.append(Finding(path, line, node.col_offset + 1, code, message(code, detail), c,

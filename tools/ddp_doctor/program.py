@@ -1502,8 +1502,9 @@ class Module:
         """Whether node is inside a function (or method) that nothing in the program refers to, in a program
         with an entry point (a library file read alone keeps its findings): no rule reports what never runs.
         Asked only for the nodes of findings; what it needs is built once, when first asked."""
-        if not hasattr(self, "_unreferred_scopes"):
-            self._unreferred_scopes = {None: False}  # scope -> whether it is, or is in, such a function
+        uncalled = self.uncalled_lines()
+        if node.lineno >= len(uncalled) or not uncalled[node.lineno]:
+            return False
         known = self._unreferred_scopes
         scope = self.scope(node)
         if scope not in known:
@@ -1511,22 +1512,38 @@ class Module:
                 self.has_entry_point() or self.in_unreferred_function(scope)
         return known[scope]
 
+    def uncalled_lines(self):
+        """lines[n] is 1 where line n is in a function that nothing calls by name (_not_called), the candidates
+        of in_unreferred_function: most files have none, and a finding elsewhere costs one look (driver)."""
+        if not hasattr(self, "_uncalled_lines"):
+            self._unreferred_scopes = {None: False}  # scope -> whether it is, or is in, an unreferred function
+            spans = [(f.lineno, f.end_lineno or f.lineno) for defs in self.functions.values() for f in defs
+                     if self._not_called(f)]
+            self._uncalled_lines = bytearray(max((end for _, end in spans), default=-1) + 1)
+            for start, end in spans:
+                self._uncalled_lines[start:end + 1] = b"\1" * (end + 1 - start)
+        return self._uncalled_lines
+
     def _unreferred(self, fn):
         """A function whose name nothing refers to (referred_names), and that no one else calls by its place:
         not decorated, not a dunder method, not a method of a class built on a class outside the program (a
         framework calls forward, __getitem__, on_train_epoch_end by name). Most functions are called by name
         (`f()`, `obj.f()`): that is read from the calls by name, before the names of the whole program."""
-        name = fn.name
-        if fn.decorator_list or name.startswith("__") and name.endswith("__"):
-            return False
-        external = self.external_modules()
-        if any(type(c.func) is ast.Name or not (type(c.func.value) is ast.Name and c.func.value.id in external)
-               for c in self.calls_named.get(name, ()) if type(c.func) in (ast.Name, ast.Attribute)):
+        if not self._not_called(fn):
             return False
         owner = self.parent.get(fn)
         if type(owner) is ast.ClassDef and self._framework_class(owner):
             return False
-        return name not in self.referred_names()
+        return fn.name not in self.referred_names()
+
+    def _not_called(self, fn):
+        """Not decorated, not a dunder, and called by name nowhere (`f()`, `obj.f()`, not `torch.f()`)."""
+        name = fn.name
+        if fn.decorator_list or name.startswith("__") and name.endswith("__"):
+            return False
+        external = self.external_modules()
+        return not any(type(c.func) is ast.Name or not (type(c.func.value) is ast.Name and c.func.value.id in external)
+                       for c in self.calls_named.get(name, ()) if type(c.func) in (ast.Name, ast.Attribute))
 
     def _framework_class(self, cls, depth=0):
         """Whether a class may be called by a framework: decorated, with a metaclass, or with a base that is not
