@@ -272,6 +272,8 @@ JOINS_AS_LOCAL_RANK = re.compile(r"init_process_group\((?:[^()]|\([^()]*\))*\bra
 LOCAL_RANK_READ = re.compile(r"\blocal_rank[ \t]*=[^=\n][^\n]*"
                              r"(?:[\"'](?:LOCAL_RANK|SLURM_LOCALID)[\"']|get_local_rank\(\))")
 SPAWNS = re.compile(r"\b(?:spawn|start_processes)[ \t]*\(")
+REPEATS = re.compile(r"^[ \t]*(?:async[ \t]+)?for[ \t][^\n]*(?i:epoch)[^\n]*:|"
+                     r"^[ \t]*while[ \t]+(?:True|1)[ \t]*:", re.M)
 RANK_TEST_FUNCTION = re.compile(r"^def[ \t]+(\w+)\(\)[^\n]*:[ \t]*\n(?:[ \t]+(?:\"\"\"[^\n]*\"\"\"|#[^\n]*)?\n)*"
                                 r"[ \t]+return[ \t]+[^\n]*" + RANK_READ + r"[ \t]*(?:==|!=)[ \t]*0\b", re.M)
 
@@ -309,6 +311,7 @@ def folder_facts(paths):
             local = spawns = False  # the rendezvous on this machine, processes started by mp.spawn
             local_join = False  # init_process_group(..., rank=local_rank), local_rank read from LOCAL_RANK
             saves, built, gpu_saves = 0, set(), []
+            repeats = False  # a loop over epochs, or a `while True:`, in some file of the folder
             for path in files:
                 if path.suffix == ".py":
                     try:
@@ -325,6 +328,7 @@ def folder_facts(paths):
                     local_join = local_join or bool(JOINS_AS_LOCAL_RANK.search(text) and LOCAL_RANK_READ.search(text))
                     saves += len(TORCH_SAVE.findall(text))
                     gpu_saves.extend(gpu_saves_in(COMMENT.sub("", text)))
+                    repeats = repeats or bool(REPEATS.search(text))
                     classes.update(class_bodies(text))
             shared = FolderFacts(names)
             shared.buffered_classes = buffered_classes(classes)
@@ -333,6 +337,7 @@ def folder_facts(paths):
             shared.imported = frozenset(imported)
             shared.torch_saves, shared.built = saves, frozenset(built)
             shared.gpu_saves = tuple(gpu_saves)
+            shared.repeats = repeats
             facts.update((path, shared) for path in files)
     return facts
 
@@ -348,6 +353,7 @@ class FolderFacts(frozenset):
     gpu_saves = ()  # (file names, owners) of each torch.save( of a state_dict() not moved to the CPU
     built = frozenset()  # the names called in code (not `class Net(`, `def f(`, nor in a comment): Net() builds one
     imported = frozenset()  # the names that `from ... import a, b as c` brings into a file: perhaps called there
+    repeats = False  # a file of the folder loops over epochs (`for epoch in ...:`) or `while True:` (DDP002)
 
 
 CLASS_LINE = re.compile(r"^class\s+([A-Za-z_]\w*)[^\n]*:", re.M)
