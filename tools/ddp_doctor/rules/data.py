@@ -20,7 +20,8 @@ RULES = {
                "and when any set_epoch() call appears in the file; a sampler that leaves the function that builds "
                "it (returned, alone or in the loader or tuple that holds it, or stored on an attribute) is judged "
                "by the whole program (the folder): silent when any set_epoch() call appears in it, or when it has "
-               "no loop over epochs (nor a `while True:`); silent for a sampler built inside the epoch "
+               "no loop over epochs (nor a `while True:`), or when the function that builds it is named for "
+               "evaluation (build_eval_loader, validation_dataloader); silent for a sampler built inside the epoch "
                "loop whose seed= depends on the epoch (a new order each epoch), and for one whose loader is read in "
                "one pass (a loop that no other loop repeats, in a function that no epoch loop calls).",
                "05 · Rank-aware training; 06 · Why DDP is correct"),
@@ -93,9 +94,11 @@ def rule_sampler_without_set_epoch(m):
     samplers = [c for c in distributed_samplers(m) if not is_const(keyword(c, "shuffle"), False)]
     escaped = {c for c in samplers if escapes(m, c)}
     if escaped and not program_sets_epoch(m) and program_repeats(m):
-        for call in escaped:  # judged by the whole program: no set_epoch in it reaches this sampler
+        for call in escaped:  # judged by the whole program: no set_epoch in it reaches this sampler (nor one
+            # made by a function for evaluation: validation_dataloader(), build_eval_dataloader())
             data = call.args[0] if call.args else keyword(call, "dataset")
-            if not (data is not None and text_mentions(data, EVALISH)) and not seeded_by_epoch(m, call):
+            if not (data is not None and text_mentions(data, EVALISH)) and not EVAL_FUNCTION.search(
+                    m.scope(call).name) and not seeded_by_epoch(m, call):
                 yield call, "DDP002", ESCAPED
     if all(runs_once(loop, m) for loop in m.epoch_loops()):
         return  # (no epoch loop, or only `for epoch in range(1)`: one epoch, whose order set_epoch never changes)
@@ -127,6 +130,7 @@ def rule_sampler_without_set_epoch(m):
 
 
 EVALISH = re.compile(r"val|test|eval", re.I)
+EVAL_FUNCTION = re.compile(r"(?:^|_)(?:val|test|eval)|[a-z](?:Val|Test|Eval)")  # build_eval_loader, getValLoader
 ESCAPED = (" (it leaves the function that builds it, and no set_epoch() call appears anywhere in the program: "
            "every epoch has epoch 0's order)")
 HOLDERS = (ast.IfExp, ast.Tuple, ast.List, ast.Dict, ast.Starred, ast.keyword, ast.Call)
