@@ -146,7 +146,7 @@ def escapes(m, call):
     fn = m.scope(call)
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
-    loads = None  # name -> its loads in the function, read once, when a name is to be followed
+    loads = None  # name -> its loads in the function (name_loads), when a name is to be followed
     todo, seen = [call], set()
     while todo:
         node = todo.pop()
@@ -162,12 +162,20 @@ def escapes(m, call):
                 if isinstance(target, ast.Name) and target.id not in seen:
                     seen.add(target.id)
                     if loads is None:
-                        loads = {}
-                        for n in walk(fn):
-                            if type(n) is ast.Name and isinstance(n.ctx, ast.Load):
-                                loads.setdefault(n.id, []).append(n)
+                        loads = name_loads(m, fn)
                     todo += loads.get(target.id, [])
     return False
+
+
+def name_loads(m, fn):
+    """name -> the nodes that read it in a function (nested ones included), read once per function."""
+    cache = m.__dict__.setdefault("_name_loads", {})
+    if fn not in cache:
+        loads = cache[fn] = {}
+        for n in walk(fn):
+            if type(n) is ast.Name and isinstance(n.ctx, ast.Load):
+                loads.setdefault(n.id, []).append(n)
+    return cache[fn]
 
 
 def holds(m, up, node):
