@@ -690,3 +690,26 @@ def test_a_folder_reads_what_its_files_refer_to_for_code_that_nothing_runs(tmp_p
     assert findings_at(tmp_path) == [], findings_at(tmp_path)
     (tmp_path / "train.py").write_text(script.format("    utils.load(model, 'm.pt')"))
     assert findings_at(tmp_path) == [("utils.py", 14, "DDP008")], findings_at(tmp_path)
+# dfix17b: DDP002 for samplers that leave the function that builds them
+
+
+def test_a_sampler_that_leaves_its_helper_is_judged_by_the_whole_folder(tmp_path):
+    """DDP002 in a folder run: data.py returns a loader that holds a DistributedSampler; train.py loops over
+    epochs. Silent while train.py calls set_epoch (through the loader the doctor does not follow), a finding in
+    data.py once no file calls set_epoch, and silent for data.py alone (no loop over epochs in that program)."""
+    (tmp_path / "data.py").write_text(
+        "from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
+        "def make(dataset, distributed):\n"
+        "    return DataLoader(dataset, sampler=DistributedSampler(dataset) if distributed else None)\n")
+    train = ("from data import make\n\n\ndef train(dataset, epochs):\n    loader = make(dataset, True)\n"
+             "    for epoch in range(epochs):\n        {}\n        for batch in loader:\n            pass\n")
+    (tmp_path / "train.py").write_text(train.format("loader.sampler.set_epoch(epoch)"))
+    assert findings_at(tmp_path) == []
+    (tmp_path / "train.py").write_text(train.format("pass"))
+    untold = findings_at(tmp_path)
+    assert untold == [("data.py", 5, "DDP002")], untold
+    alone = findings_at(tmp_path / "data.py")
+    assert alone == [], alone
+    (tmp_path / "train.py").write_text(train.format("pass").replace("for epoch in range(epochs):", "while True:"))
+    by_steps = findings_at(tmp_path)
+    assert by_steps == [("data.py", 5, "DDP002")], by_steps

@@ -276,6 +276,8 @@ JOINS_AS_LOCAL_RANK = re.compile(r"init_process_group\((?:[^()]|\([^()]*\))*\bra
 LOCAL_RANK_READ = re.compile(r"\blocal_rank[ \t]*=[^=\n][^\n]*"
                              r"(?:[\"'](?:LOCAL_RANK|SLURM_LOCALID)[\"']|get_local_rank\(\))")
 SPAWNS = re.compile(r"\b(?:spawn|start_processes)[ \t]*\(")
+REPEATS = re.compile(r"^[ \t]*(?:async[ \t]+)?for[ \t][^\n]*(?i:epoch)[^\n]*:|"
+                     r"^[ \t]*while[ \t]+(?:True|1)[ \t]*:", re.M)
 RANK_TEST_FUNCTION = re.compile(r"^def[ \t]+(\w+)\(\)[^\n]*:[ \t]*\n(?:[ \t]+(?:\"\"\"[^\n]*\"\"\"|#[^\n]*)?\n)*"
                                 r"[ \t]+return[ \t]+[^\n]*" + RANK_READ + r"[ \t]*(?:==|!=)[ \t]*0\b", re.M)
 
@@ -315,6 +317,7 @@ def folder_facts(paths):
             saves, built, gpu_saves = 0, set(), []
             modules = {p.stem for p in files} | {p.name for p in root.rglob("*") if p.is_dir()}
             referred, entry_point = set(), False
+            repeats = False  # a loop over epochs, or a `while True:`, in some file of the folder
             for path in files:
                 if path.suffix == ".py":
                     try:
@@ -334,6 +337,7 @@ def folder_facts(paths):
                     local_join = local_join or bool(JOINS_AS_LOCAL_RANK.search(text) and LOCAL_RANK_READ.search(text))
                     saves += len(TORCH_SAVE.findall(text))
                     gpu_saves.extend(gpu_saves_in(COMMENT.sub("", text)))
+                    repeats = repeats or bool(REPEATS.search(text))
                     classes.update(class_bodies(text))
             shared = FolderFacts(names)
             shared.buffered_classes = buffered_classes(classes)
@@ -344,6 +348,7 @@ def folder_facts(paths):
             shared.gpu_saves = tuple(gpu_saves)
             shared.referred, shared.modules = frozenset(referred), frozenset(modules)
             shared.entry_point = entry_point
+            shared.repeats = repeats
             facts.update((path, shared) for path in files)
     return facts
 
@@ -362,6 +367,7 @@ class FolderFacts(frozenset):
     referred = frozenset()  # the names its files refer to other than by a def (referred_in_text)
     modules = frozenset()  # the names of its files (stems) and folders: what `import utils` finds in it
     entry_point = False  # a file runs something: `if __name__ == "__main__":` or a call at column 0 (`main()`)
+    repeats = False  # a file of the folder loops over epochs (`for epoch in ...:`) or `while True:` (DDP002)
 
 
 MAIN_GUARD = re.compile(r"^if[ \t]+__name__[ \t]*==", re.M)

@@ -10,13 +10,18 @@ from itertools import takewhile
 from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions, unparse, walk
 
 RULES = {
-    "DDP002": ("sampler-without-set-epoch", "DistributedSampler without sampler.set_epoch(epoch) in the epoch loop",
+    "DDP002": ("sampler-without-set-epoch",
+               "DistributedSampler without sampler.set_epoch(epoch) in the epoch loop{detail}",
                "A DistributedSampler shuffles with a seed plus the epoch it was last told. Without set_epoch() "
                "its epoch stays 0, so every epoch visits the data in exactly the same order.",
                "Call sampler.set_epoch(epoch) at the start of each epoch, before iterating the loader. "
                "Conservative: silent when the sampler does not shuffle, when the file has no loop over epochs "
                "(or one of one epoch: range(1), or a name the file binds once, to 1), "
-               "and when any set_epoch() call appears in the file; silent for a sampler built inside the epoch "
+               "and when any set_epoch() call appears in the file; a sampler that leaves the function that builds "
+               "it (returned, alone or in the loader or tuple that holds it, or stored on an attribute) is judged "
+               "by the whole program (the folder): silent when any set_epoch() call appears in it, or when it has "
+               "no loop over epochs (nor a `while True:`), or when the function that builds it is named for "
+               "evaluation (build_eval_loader, validation_dataloader); silent for a sampler built inside the epoch "
                "loop whose seed= depends on the epoch (a new order each epoch), and for one whose loader is read in "
                "one pass (a loop that no other loop repeats, in a function that no epoch loop calls).",
                "05 · Rank-aware training; 06 · Why DDP is correct"),
@@ -86,6 +91,15 @@ def rule_sampler_without_set_epoch(m):
 
     Error: a wrong result: every epoch visits the data in the same order.
     """
+    samplers = [c for c in distributed_samplers(m) if not is_const(keyword(c, "shuffle"), False)]
+    escaped = {c for c in samplers if escapes(m, c)}
+    if escaped and not program_sets_epoch(m) and program_repeats(m):
+        for call in escaped:  # judged by the whole program: no set_epoch in it reaches this sampler (nor one
+            # made by a function for evaluation: validation_dataloader(), build_eval_dataloader())
+            data = call.args[0] if call.args else keyword(call, "dataset")
+            if not (data is not None and text_mentions(data, EVALISH)) and not EVAL_FUNCTION.search(
+                    m.scope(call).name) and not seeded_by_epoch(m, call):
+                yield call, "DDP002", ESCAPED
     if all(runs_once(loop, m) for loop in m.epoch_loops()):
         return  # (no epoch loop, or only `for epoch in range(1)`: one epoch, whose order set_epoch never changes)
     told, looping = None, None  # with some set_epoch: the samplers it reaches by name, the scopes with epochs
@@ -104,14 +118,95 @@ def rule_sampler_without_set_epoch(m):
                 return  # a set_epoch the doctor cannot follow (loader.sampler, a helper): it may reach any sampler
             told.update(calls)  # (every sampler bound to that name there: a name may be bound again)
         looping = {m.scope(loop) for loop in m.epoch_loops() if not runs_once(loop, m)}
-    evalish = re.compile(r"val|test|eval", re.I)
-    for call in distributed_samplers(m):
+    for call in samplers:
+        if call in escaped:
+            continue  # judged above, by the whole program
         data = call.args[0] if call.args else keyword(call, "dataset")
         if told is not None and (call in told or m.scope(call) not in looping):
             continue  # told, or made where no epoch loop runs (a sampler for one batch)
-        if not is_const(keyword(call, "shuffle"), False) and not (data is not None and text_mentions(data, evalish)) \
-                and not seeded_by_epoch(m, call) and not one_pass(m, call):
+        if not (data is not None and text_mentions(data, EVALISH)) and not seeded_by_epoch(m, call) \
+                and not one_pass(m, call):
             yield call, "DDP002", ""
+
+
+EVALISH = re.compile(r"val|test|eval", re.I)
+EVAL_FUNCTION = re.compile(r"(?:^|_)(?:val|test|eval)|[a-z](?:Val|Test|Eval)")  # build_eval_loader, getValLoader
+ESCAPED = (" (it leaves the function that builds it, and no set_epoch() call appears anywhere in the program: "
+           "every epoch has epoch 0's order)")
+HOLDERS = (ast.IfExp, ast.Tuple, ast.List, ast.Dict, ast.Starred, ast.keyword, ast.Call)
+LOADERISH = re.compile(r"loader|sampler", re.I)
+
+
+def escapes(m, call):
+    """Whether a sampler leaves the function that builds it, where the doctor cannot follow it to its epoch loop:
+    returned (alone, or inside the DataLoader, BatchSampler, wrapper, tuple, list or dict that holds it, directly
+    or through the names the function binds them to) or stored on an attribute (`self.sampler = ...`,
+    `args.loader = DataLoader(..., sampler=...)`). Not a sampler of the module's top level (a script's own
+    loop reads it), nor one only iterated, measured or passed elsewhere inside its function."""
+    fn = m.scope(call)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    loads = None  # name -> its loads in the function (name_loads), when a name is to be followed
+    todo, seen = [call], set()
+    while todo:
+        node = todo.pop()
+        up = m.parent.get(node)
+        while isinstance(up, HOLDERS) and holds(m, up, node):
+            node, up = up, m.parent.get(up)
+        if isinstance(up, (ast.Return, ast.Yield)):
+            return True
+        if isinstance(up, (ast.Assign, ast.AnnAssign)) and node is up.value:
+            for target in up.targets if isinstance(up, ast.Assign) else [up.target]:
+                if isinstance(target, ast.Attribute):
+                    return True
+                if isinstance(target, ast.Name) and target.id not in seen:
+                    seen.add(target.id)
+                    if loads is None:
+                        loads = name_loads(m, fn)
+                    todo += loads.get(target.id, [])
+    return False
+
+
+def name_loads(m, fn):
+    """name -> the nodes that read it in a function (nested ones included), read once per function."""
+    cache = m.__dict__.setdefault("_name_loads", {})
+    if fn not in cache:
+        loads = cache[fn] = {}
+        for n in walk(fn):
+            if type(n) is ast.Name and isinstance(n.ctx, ast.Load):
+                loads.setdefault(n.id, []).append(n)
+    return cache[fn]
+
+
+def holds(m, up, node):
+    """Whether a node's parent holds the node's object in what it makes: the branches of a conditional
+    expression, an element of a tuple/list/dict, sampler= or batch_sampler= of a call, or an argument of a
+    loader or sampler class (`DataLoader(dataset, sampler)`, `PrefetchLoader(loader)`, `BatchSampler(sampler,
+    ...)`); not `len(loader)`, `iter(loader)`, nor the test of a conditional expression."""
+    kind = type(up)
+    if kind is ast.IfExp:
+        return node is not up.test
+    if kind is ast.Dict:
+        return any(node is v for v in up.values)
+    if kind is ast.keyword:
+        return up.arg in ("sampler", "batch_sampler") or bool(LOADERISH.search(last_name(m.parent.get(up)) or ""))
+    if kind is ast.Call:
+        return node is not up.func and bool(LOADERISH.search(last_name(up) or "")) or isinstance(node, ast.keyword)
+    return True
+
+
+def program_sets_epoch(m):
+    """Whether any set_epoch( call appears in the program: this file, or any file of its folder (read once per
+    folder, from the text, comments and `def set_epoch(` left out)."""
+    return "set_epoch" in m.call_names or "set_epoch" in getattr(m.folder_call_names, "built", ())
+
+
+def program_repeats(m):
+    """Whether the program has a loop that may pass over a loader more than once: a loop over epochs of more
+    than one (here, or in any file of its folder), or a `while True:` (training by steps)."""
+    if any(not runs_once(loop, m) for loop in m.epoch_loops()) or getattr(m.folder_call_names, "repeats", False):
+        return True
+    return any(is_const(w.test, True) or is_const(w.test, 1) for w in m.of_type(ast.While))
 
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
