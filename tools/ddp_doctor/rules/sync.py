@@ -19,13 +19,17 @@ RULES = {
                "Call the collective on every rank, outside the branch, and keep only the rank-0 work (print, "
                "save) inside it; evaluate on rank 0 through ddp_model.module. Checked: dist collectives, "
                "functions of the same file that call them (read with the call's constant arguments: a collective "
-               "under `if train:` is not reached by a call that passes train=False), and the DDP model's forward "
+               "under `if train:` is not reached by a call that passes train=False), such a function passed to a call "
+               "(`study.optimize(objective)`, `executor.submit(f)`, `Thread(target=f)`: the callee runs it there), "
+               "and the DDP model's forward "
                "when the doctor sees "
                "buffers in the model (BatchNorm, SyncBatchNorm, a tracking InstanceNorm, register_buffer, a "
                "torchvision model with BatchNorm, in a class of the file or its folder) and broadcast_buffers is "
                "not False. A model without buffers (Embedding, LSTM, Linear, LayerNorm) runs no collective "
                "in forward; a model the doctor cannot see into (a parameter, a factory) is left alone, "
-               "precision first. Silent when the other branch calls a collective too, or when a twin `if` of "
+               "precision first. Silent when the other branch calls a collective too, or reaches the same function "
+               "as a callback (rank 0 runs `study.optimize(objective, n_trials=n)`, the others call "
+               "`objective(None)` n times), or when a twin `if` of "
                "the same function with the complementary test calls the same one (`if not is_main(): barrier()` "
                "... `if "
                "dist.is_initialized() and is_main(): barrier()`: a part every rank of the job answers alike is "
@@ -72,10 +76,15 @@ def rule_collective_in_rank_branch(m):
     ddp_models = {name.rpartition(".")[2]  # (the scopes that bind a DDP model are those of its DDP(...) calls)
                   for scope in {m.scope(c) for c in m.named_calls("DistributedDataParallel", "DDP")}
                   for name in m.ddp_names(scope)}
-    for call in m.named_calls(*COLLECTIVES, *m.collective_functions, *ddp_models):  # the calls that may sync
+    candidates = m.named_calls(*COLLECTIVES, *m.collective_functions, *ddp_models)  # the calls that may sync
+    for call in [*candidates, *callbacks(m)]:  # and the syncing functions passed to a call (study.optimize(f))
         scope = m.scope(call)
         name = last_name(call)
-        if m.is_collective(call):
+        if not isinstance(call, ast.Call):
+            receiver = m.parent[call]
+            receiver = m.parent[receiver] if isinstance(receiver, ast.keyword) else receiver
+            what = f"{name}(), which calls a collective and is passed to {last_name(receiver)}(),"
+        elif m.is_collective(call):
             what = f"dist.{name}()"
         elif isinstance(call.func, ast.Name) and name in m.collective_functions:
             if not helper_syncs(m, call):
@@ -105,13 +114,41 @@ def rule_collective_in_rank_branch(m):
                 if key not in other_side_syncs:  # read each branch's other side once
                     other = branch.orelse if in_body else branch.body
                     ddp = m.ddp_names(scope)
+                    calls = [c for s in other for c in calls_in(s)]
                     other_side_syncs[key] = any(
                         m.is_collective(c) or last_name(c) in m.collective_functions or dotted(c.func) in ddp
-                        for s in other for c in calls_in(s))
-                if not other_side_syncs[key] and not complement_syncs(m, branch, name) and \
+                        for c in calls), {last_name(f) for c in calls for f in passed_functions(m, c)}
+                syncs, passed = other_side_syncs[key]  # passed: the syncing functions it hands to a call
+                if not syncs and name not in passed and not complement_syncs(m, branch, name) and \
                         not balanced_exit(m, branch, in_body):
                     yield call, "DDP011", what  # (the other ranks call one too, here or in a twin `if`: no finding)
                 break
+
+
+def passed_functions(m, call):
+    """The syncing functions of the file (m.collective_functions) that a call receives as arguments, by name
+    (`f`) or as `self.f`: a callback the callee runs (`study.optimize(objective)`, `executor.submit(f)`,
+    `map(f, xs)`, `Thread(target=f)`), reached where the call is, as if called there."""
+    found = []
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        if type(arg) is ast.Name:
+            if arg.id in m.collective_functions:
+                found.append(arg)
+        elif type(arg) is ast.Attribute and arg.attr in m.collective_functions and \
+                isinstance(arg.value, ast.Name) and arg.value.id in ("self", "cls"):
+            found.append(arg)
+    return found
+
+
+def callbacks(m):
+    """The syncing functions of the file passed to a call anywhere in it (passed_functions of every call),
+    found once per file: the calls of the file are read only where it has such functions."""
+    if not m.collective_functions:
+        return []
+    if not hasattr(m, "_callbacks"):  # (not those handed to a collective or to a syncing function: that call is read)
+        m._callbacks = [f for c in m.calls if not (m.is_collective(c) or last_name(c) in m.collective_functions)
+                        for f in passed_functions(m, c)]
+    return m._callbacks
 
 
 def balanced_exit(m, branch, in_body):
@@ -166,9 +203,13 @@ def unconditional_collectives(m, statements):
 
 
 def collective_names(m, node):
-    calls = [c for c in calls_in(node) if m.is_collective(c) or (
+    """The collectives, syncing functions of the file and syncing functions passed to a call (passed_functions)
+    that node calls, by name, in the order of the source."""
+    calls = calls_in(node)
+    found = [c for c in calls if m.is_collective(c) or (
         isinstance(c.func, ast.Name) and c.func.id in m.collective_functions)]
-    return [last_name(c) for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
+    found += [f for c in calls for f in passed_functions(m, c)]
+    return [last_name(c) for c in sorted(found, key=lambda c: (c.lineno, c.col_offset))]
 
 
 HELPER_DEPTH = 64  # how deep helper_syncs follows helpers calling helpers; it recurses, so it needs a bound
@@ -310,8 +351,10 @@ def ifs_calling(m, scope):
     if scope not in m._ifs_calling:
         found = {}
         for node in m.statements(scope):
-            if isinstance(node, ast.If):
-                for called in {last_name(c) for s in node.body for c in calls_in(s)}:
+            if isinstance(node, ast.If):  # (a syncing function passed to a call counts as called: passed_functions)
+                calls = [c for s in node.body for c in calls_in(s)]
+                for called in {last_name(c) for c in calls} | {last_name(f) for c in calls
+                                                              for f in passed_functions(m, c)}:
                     found.setdefault(called, []).append(node)
         m._ifs_calling[scope] = found
     return m._ifs_calling[scope]
