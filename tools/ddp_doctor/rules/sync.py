@@ -4,8 +4,10 @@ Each rule_* function takes a program.Module and yields (node, code, detail); RUL
 code -> (name, message, why, fix, lesson)."""
 
 import ast
+from itertools import chain
+from operator import attrgetter
 
-from ..program import COLLECTIVES, calls_in, dotted, is_const, keyword, last_name, names_in, unparse, walk
+from ..program import COLLECTIVES, LOG_NAMES, calls_in, dotted, is_const, keyword, last_name, names_in, unparse, walk
 
 RULES = {
     "DDP011": ("collective-in-rank-branch", "{detail} inside a branch that only some ranks take: the others "
@@ -20,7 +22,8 @@ RULES = {
                "save) inside it; evaluate on rank 0 through ddp_model.module. Checked: dist collectives, "
                "functions of the same file that call them (read with the call's constant arguments: a collective "
                "under `if train:` is not reached by a call that passes train=False), such a function passed to a call "
-               "(`study.optimize(objective)`, `executor.submit(f)`, `Thread(target=f)`: the callee runs it there), "
+               "(`study.optimize(objective)`, `executor.submit(f)`, `Thread(target=f)`: the callee runs it there; not print(f) "
+               "nor len(f), which run nothing), "
                "and the DDP model's forward "
                "when the doctor sees "
                "buffers in the model (BatchNorm, SyncBatchNorm, a tracking InstanceNorm, register_buffer, a "
@@ -126,28 +129,36 @@ def rule_collective_in_rank_branch(m):
 
 
 def passed_functions(m, call):
-    """The syncing functions of the file (m.collective_functions) that a call receives as arguments, by name
-    (`f`) or as `self.f`: a callback the callee runs (`study.optimize(objective)`, `executor.submit(f)`,
-    `map(f, xs)`, `Thread(target=f)`), reached where the call is, as if called there."""
-    found = []
-    for arg in [*call.args, *(k.value for k in call.keywords)]:
-        if type(arg) is ast.Name:
-            if arg.id in m.collective_functions:
-                found.append(arg)
-        elif type(arg) is ast.Attribute and arg.attr in m.collective_functions and \
-                isinstance(arg.value, ast.Name) and arg.value.id in ("self", "cls"):
-            found.append(arg)
-    return found
+    """The syncing functions of the file (m.collective_functions) that a call receives as arguments, by name: a
+    callback the callee runs (`study.optimize(objective)`, `executor.submit(f)`, `map(f, xs)`,
+    `Thread(target=f)`), reached where the call is, as if called there."""
+    return [a for a in [*call.args, *(k.value for k in call.keywords)]
+            if type(a) is ast.Name and a.id in m.collective_functions]
+
+
+NEVER_RUN = frozenset({*LOG_NAMES, "range", "len", "str", "int", "float", "bool", "format", "isinstance",
+                       "getattr", "hasattr", "enumerate", "zip", "tensor", "zeros", "ones", "to", "item", "append"})
+# the calls that run none of their arguments (print(f) prints f): not read for callbacks
 
 
 def callbacks(m):
-    """The syncing functions of the file passed to a call anywhere in it (passed_functions of every call),
-    found once per file: the calls of the file are read only where it has such functions."""
-    if not m.collective_functions:
+    """The syncing functions of the file passed to a call anywhere in it (passed_functions of every call), not
+    to a collective or to a syncing function (that call is read itself) nor to a call that runs no argument
+    (NEVER_RUN), found once per file. The arguments are first read without a Python loop (a file holds many
+    calls and few callbacks), and the calls are read one by one only where some argument names a syncing
+    function."""
+    syncing = m.collective_functions
+    if not syncing:
         return []
-    if not hasattr(m, "_callbacks"):  # (not those handed to a collective or to a syncing function: that call is read)
-        m._callbacks = [f for c in m.calls if not (m.is_collective(c) or last_name(c) in m.collective_functions)
-                        for f in passed_functions(m, c)]
+    if not hasattr(m, "_callbacks"):
+        m._callbacks = []
+        calls = [found for name, found in m.calls_named.items() if name not in NEVER_RUN and name not in syncing]
+        passed = set(filter(syncing.__contains__, map(attrgetter("id"), filter(ast.Name.__instancecheck__, chain(
+            chain.from_iterable(map(attrgetter("args"), chain.from_iterable(calls))),
+            map(attrgetter("value"), m.of_type(ast.keyword)))))))
+        if passed:
+            m._callbacks = [f for c in chain.from_iterable(calls) if not m.is_collective(c)
+                            for f in passed_functions(m, c)]
     return m._callbacks
 
 
