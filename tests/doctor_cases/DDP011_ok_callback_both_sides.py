@@ -45,3 +45,8 @@ def twin_ifs(n_trials):
 def a_function_that_does_not_sync():
     if dist.get_rank() == 0:
         optuna.create_study().optimize(plain, n_trials=5)
+
+
+def a_parameter_of_the_same_name(pool, objective):
+    if dist.get_rank() == 0:
+        pool.submit(objective, None)  # the caller's function, not the file's objective()

@@ -132,7 +132,19 @@ def passed_functions(m, call):
     callback the callee runs (`study.optimize(objective)`, `executor.submit(f)`, `map(f, xs)`,
     `Thread(target=f)`), reached where the call is, as if called there."""
     return [a for a in [*call.args, *(k.value for k in call.keywords)]
-            if type(a) is ast.Name and a.id in m.collective_functions]
+            if type(a) is ast.Name and a.id in m.collective_functions and not rebound(m, a)]
+
+
+def rebound(m, name):
+    """Whether a name is, where it is read, a parameter or a variable of its function (or a variable of the
+    module) rather than the file's function of that name: `def run(evaluate): pool.submit(evaluate)`."""
+    scope = m.scope(name)
+    while isinstance(scope, (ast.Lambda, ast.ClassDef)):
+        scope = m.scope(scope)
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and name.id in parameters(scope) + [
+            a.arg for a in (scope.args.vararg, scope.args.kwarg) if a is not None]:
+        return True
+    return any(target == name.id for where in {scope, None} for target, _ in m.assignments(where))
 
 
 NEVER_RUN = frozenset({*LOG_NAMES, "range", "len", "str", "int", "float", "bool", "format", "isinstance",
