@@ -713,3 +713,20 @@ def test_a_sampler_that_leaves_its_helper_is_judged_by_the_whole_folder(tmp_path
     (tmp_path / "train.py").write_text(train.format("pass").replace("for epoch in range(epochs):", "while True:"))
     by_steps = findings_at(tmp_path)
     assert by_steps == [("data.py", 5, "DDP002")], by_steps
+# DDP011: a syncing function passed to a call (a callback) is reached where that call runs
+
+
+def test_a_callback_is_read_where_the_call_that_receives_it_runs():
+    """DDP011 on a syncing function handed to a call under `if rank == 0:` names the call that receives it; a
+    call that runs none of its arguments (print) reaches nothing; the other ranks reaching the same function as
+    a callback balance a direct call on rank 0."""
+    head = ("import torch.distributed as dist\nfrom concurrent.futures import ThreadPoolExecutor\n\n\n"
+            "def step(x):\n    dist.all_reduce(x)\n\n\ndef main(pool, x):\n    dist.init_process_group('gloo')\n")
+    submitted = ddp_doctor.check_source(head + "    if dist.get_rank() == 0:\n        pool.submit(step, x)\n", "t.py")
+    assert [(f.line, f.code) for f in submitted] == [(12, "DDP011")], submitted
+    assert "step(), which calls a collective and is passed to submit()," in submitted[0].message, submitted[0].message
+    printed = ddp_doctor.check_source(head + "    if dist.get_rank() == 0:\n        print(step)\n", "t.py")
+    assert printed == [], printed
+    balanced = ddp_doctor.check_source(head + "    if dist.get_rank() == 0:\n        step(x)\n    else:\n"
+                                       "        pool.map(step, [x])\n", "t.py")
+    assert balanced == [], balanced

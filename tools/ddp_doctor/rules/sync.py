@@ -4,8 +4,10 @@ Each rule_* function takes a program.Module and yields (node, code, detail); RUL
 code -> (name, message, why, fix, lesson)."""
 
 import ast
+from itertools import chain
+from operator import attrgetter
 
-from ..program import COLLECTIVES, calls_in, dotted, is_const, keyword, last_name, names_in, unparse, walk
+from ..program import COLLECTIVES, LOG_NAMES, calls_in, dotted, is_const, keyword, last_name, names_in, unparse, walk
 
 RULES = {
     "DDP011": ("collective-in-rank-branch", "{detail} inside a branch that only some ranks take: the others "
@@ -19,13 +21,17 @@ RULES = {
                "Call the collective on every rank, outside the branch, and keep only the rank-0 work (print, "
                "save) inside it; evaluate on rank 0 through ddp_model.module. Checked: dist collectives, "
                "functions of the same file that call them (read with the call's constant arguments: a collective "
-               "under `if train:` is not reached by a call that passes train=False), and the DDP model's forward "
+               "under `if train:` is not reached by a call that passes train=False), such a function passed to a "
+               "call (`study.optimize(objective)`, `executor.submit(f)`, `Thread(target=f)`: the callee runs it "
+               "there; not print(f) nor len(f), which run nothing), and the DDP model's forward "
                "when the doctor sees "
                "buffers in the model (BatchNorm, SyncBatchNorm, a tracking InstanceNorm, register_buffer, a "
                "torchvision model with BatchNorm, in a class of the file or its folder) and broadcast_buffers is "
                "not False. A model without buffers (Embedding, LSTM, Linear, LayerNorm) runs no collective "
                "in forward; a model the doctor cannot see into (a parameter, a factory) is left alone, "
-               "precision first. Silent when the other branch calls a collective too, or when a twin `if` of "
+               "precision first. Silent when the other branch calls a collective too, or reaches the same function "
+               "as a callback (rank 0 runs `study.optimize(objective, n_trials=n)`, the others call "
+               "`objective(None)` n times), or when a twin `if` of "
                "the same function with the complementary test calls the same one (`if not is_main(): barrier()` "
                "... `if "
                "dist.is_initialized() and is_main(): barrier()`: a part every rank of the job answers alike is "
@@ -72,10 +78,15 @@ def rule_collective_in_rank_branch(m):
     ddp_models = {name.rpartition(".")[2]  # (the scopes that bind a DDP model are those of its DDP(...) calls)
                   for scope in {m.scope(c) for c in m.named_calls("DistributedDataParallel", "DDP")}
                   for name in m.ddp_names(scope)}
-    for call in m.named_calls(*COLLECTIVES, *m.collective_functions, *ddp_models):  # the calls that may sync
+    candidates = m.named_calls(*COLLECTIVES, *m.collective_functions, *ddp_models)  # the calls that may sync
+    for call in [*candidates, *callbacks(m)]:  # and the syncing functions passed to a call (study.optimize(f))
         scope = m.scope(call)
         name = last_name(call)
-        if m.is_collective(call):
+        if not isinstance(call, ast.Call):
+            receiver = m.parent[call]
+            receiver = m.parent[receiver] if isinstance(receiver, ast.keyword) else receiver
+            what = f"{name}(), which calls a collective and is passed to {last_name(receiver)}(),"
+        elif m.is_collective(call):
             what = f"dist.{name}()"
         elif isinstance(call.func, ast.Name) and name in m.collective_functions:
             if not helper_syncs(m, call):
@@ -105,13 +116,61 @@ def rule_collective_in_rank_branch(m):
                 if key not in other_side_syncs:  # read each branch's other side once
                     other = branch.orelse if in_body else branch.body
                     ddp = m.ddp_names(scope)
+                    calls = [c for s in other for c in calls_in(s)]
                     other_side_syncs[key] = any(
                         m.is_collective(c) or last_name(c) in m.collective_functions or dotted(c.func) in ddp
-                        for s in other for c in calls_in(s))
-                if not other_side_syncs[key] and not complement_syncs(m, branch, name) and \
+                        for c in calls), {last_name(f) for c in calls for f in passed_functions(m, c)}
+                syncs, passed = other_side_syncs[key]  # passed: the syncing functions it hands to a call
+                if not syncs and name not in passed and not complement_syncs(m, branch, name) and \
                         not balanced_exit(m, branch, in_body):
                     yield call, "DDP011", what  # (the other ranks call one too, here or in a twin `if`: no finding)
                 break
+
+
+def passed_functions(m, call):
+    """The syncing functions of the file (m.collective_functions) that a call receives as arguments, by name: a
+    callback the callee runs (`study.optimize(objective)`, `executor.submit(f)`, `map(f, xs)`,
+    `Thread(target=f)`), reached where the call is, as if called there."""
+    return [a for a in [*call.args, *(k.value for k in call.keywords)]
+            if type(a) is ast.Name and a.id in m.collective_functions and not rebound(m, a)]
+
+
+def rebound(m, name):
+    """Whether a name is, where it is read, a parameter or a variable of its function (or a variable of the
+    module) rather than the file's function of that name: `def run(evaluate): pool.submit(evaluate)`."""
+    scope = m.scope(name)
+    while isinstance(scope, (ast.Lambda, ast.ClassDef)):
+        scope = m.scope(scope)
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and name.id in parameters(scope) + [
+            a.arg for a in (scope.args.vararg, scope.args.kwarg) if a is not None]:
+        return True
+    return any(target == name.id for where in {scope, None} for target, _ in m.assignments(where))
+
+
+NEVER_RUN = frozenset({*LOG_NAMES, "range", "len", "str", "int", "float", "bool", "format", "isinstance",
+                       "getattr", "hasattr", "enumerate", "zip", "tensor", "zeros", "ones", "to", "item", "append"})
+# the calls that run none of their arguments (print(f) prints f): not read for callbacks
+
+
+def callbacks(m):
+    """The syncing functions of the file passed to a call anywhere in it (passed_functions of every call), not
+    to a collective or to a syncing function (that call is read itself) nor to a call that runs no argument
+    (NEVER_RUN), found once per file. The arguments are first read without a Python loop (a file holds many
+    calls and few callbacks), and the calls are read one by one only where some argument names a syncing
+    function."""
+    syncing = m.collective_functions
+    if not syncing:
+        return []
+    if not hasattr(m, "_callbacks"):
+        m._callbacks = []
+        calls = [found for name, found in m.calls_named.items() if name not in NEVER_RUN and name not in syncing]
+        passed = set(filter(syncing.__contains__, map(attrgetter("id"), filter(ast.Name.__instancecheck__, chain(
+            chain.from_iterable(map(attrgetter("args"), chain.from_iterable(calls))),
+            map(attrgetter("value"), m.of_type(ast.keyword)))))))
+        if passed:
+            m._callbacks = [f for c in chain.from_iterable(calls) if not m.is_collective(c)
+                            for f in passed_functions(m, c)]
+    return m._callbacks
 
 
 def balanced_exit(m, branch, in_body):
@@ -166,9 +225,13 @@ def unconditional_collectives(m, statements):
 
 
 def collective_names(m, node):
-    calls = [c for c in calls_in(node) if m.is_collective(c) or (
+    """The collectives, syncing functions of the file and syncing functions passed to a call (passed_functions)
+    that node calls, by name, in the order of the source."""
+    calls = calls_in(node)
+    found = [c for c in calls if m.is_collective(c) or (
         isinstance(c.func, ast.Name) and c.func.id in m.collective_functions)]
-    return [last_name(c) for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
+    found += [f for c in calls for f in passed_functions(m, c)]
+    return [last_name(c) for c in sorted(found, key=lambda c: (c.lineno, c.col_offset))]
 
 
 HELPER_DEPTH = 64  # how deep helper_syncs follows helpers calling helpers; it recurses, so it needs a bound
@@ -310,8 +373,10 @@ def ifs_calling(m, scope):
     if scope not in m._ifs_calling:
         found = {}
         for node in m.statements(scope):
-            if isinstance(node, ast.If):
-                for called in {last_name(c) for s in node.body for c in calls_in(s)}:
+            if isinstance(node, ast.If):  # (a syncing function passed to a call counts as called: passed_functions)
+                calls = [c for s in node.body for c in calls_in(s)]
+                for called in {last_name(c) for c in calls} | {last_name(f) for c in calls
+                                                              for f in passed_functions(m, c)}:
                     found.setdefault(called, []).append(node)
         m._ifs_calling[scope] = found
     return m._ifs_calling[scope]
