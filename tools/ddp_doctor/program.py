@@ -70,6 +70,8 @@ def walk(node):
 
 def dotted(node):
     """'torch.distributed.get_rank' for that attribute chain, 'x' for a name, '' for anything else."""
+    if type(node) is ast.Name:  # the most frequent case, without the list and the join
+        return node.id
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -119,20 +121,30 @@ def text_mentions(node, pattern, aliases=frozenset()):
     found_in = _FOUND_IN.get(pattern)
     if found_in is None or len(found_in) > 100_000:  # (a bound on what the words of many files keep)
         found_in = _FOUND_IN[pattern] = {}
-    for n in walk(node):
+    todo = [node]  # the nodes under node, depth first (the answer takes no order): walk's work, without a generator
+    while todo:
+        n = todo.pop()
         kind = type(n)
         if kind is ast.Name:
             word = n.id
             if word in aliases:
                 return True
-        elif kind is ast.Attribute:
+        elif kind is ast.Constant:
+            word = n.value
+            if type(word) is not str:
+                continue
+        else:
+            for field, may_hold_none in _LAYOUT[kind]:
+                value = getattr(n, field)
+                if type(value) is list:
+                    todo += [v for v in value if v is not None] if may_hold_none else value
+                elif value is not None:
+                    todo.append(value)
+            if kind is not ast.Attribute:
+                continue
             word = n.attr
             if aliases and dotted(n) in aliases:
                 return True
-        elif kind is ast.Constant and type(n.value) is str:
-            word = n.value
-        else:
-            continue
         found = found_in.get(word)
         if found is None:
             found = found_in[word] = pattern.search(word) is not None
@@ -393,6 +405,7 @@ class Module:
         self._statements = {tree: []}  # scope -> its statements, in the order of its nodes
         self.position = {}  # statement -> (field of its parent that holds it, index there)
         self._first_exit = {}  # (block, field) -> index of the first `if <rank test>: return` there
+        self._after_exit = {}  # statement -> whether it comes after one (after_first_rank_exit)
         self.by_type = {}  # node type -> its nodes, in the order of the walk
         self._index(tree)
         self.functions = {}  # name -> [FunctionDef] (methods too, by their name)
@@ -919,10 +932,15 @@ class Module:
     def strings(self):
         """text -> the string constants with that text, found once: what the rules ask of string constants."""
         if not hasattr(self, "_strings"):
-            self._strings = {}
+            self._strings = found = {}
             for n in self.of_type(ast.Constant):
-                if type(n.value) is str:
-                    self._strings.setdefault(n.value, []).append(n)
+                text = n.value
+                if type(text) is str:
+                    same = found.get(text)
+                    if same is None:
+                        found[text] = [n]
+                    else:
+                        same.append(n)
         return self._strings
 
     def named_calls(self, *names):
@@ -1135,34 +1153,55 @@ class Module:
 
     def _locally_guarded(self, node):
         for branch, in_body in self.enclosing_ifs(node):
-            if self.one_process_side(branch, in_body):
-                return True  # the `else` of `if ddp:`: the run that is not distributed, one process
-            if isinstance(branch, (ast.If, ast.IfExp)) and self.test_polarity(branch.test) is not None:
-                continue  # the side every rank of a distributed run takes
+            if type(branch) is not ast.While:  # an `if` or a conditional expression: one_process_side, read here
+                polarity = self.test_polarity(branch.test)
+                if polarity is not None:
+                    if in_body != polarity:
+                        return True  # the `else` of `if ddp:`: the run that is not distributed, one process
+                    continue  # the side every rank of a distributed run takes
             if self.mentions_rank(branch.test):
                 return True
-        a = self.statement(node)
+        return self.after_first_rank_exit(self.statement(node)) or self.receives_partial_value(node)
+
+    def after_first_rank_exit(self, statement):
+        """Whether a statement comes after `if <rank test>: return` (first_rank_exit) in its block or in a block
+        around it, up to its function. Kept for every statement passed on the way up, so that asking for every
+        statement of the file is linear."""
+        known, passed, a = self._after_exit, [], statement
         while a is not None and type(a) not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module):
-            if a in self.position:
-                field, index = self.position[a]
-                if self.first_rank_exit(self.parent[a], field) < index:
-                    return True
+            found = known.get(a)
+            if found is not None:
+                break
+            passed.append(a)
+            where = self.position.get(a)
+            if where is not None and self.first_rank_exit(self.parent[a], where[0]) < where[1]:
+                found = True
+                break
             a = self.parent.get(a)
-        return self.receives_partial_value(node)
+        else:
+            found = False
+        for a in passed:
+            known[a] = found
+        return found
 
     def first_rank_exit(self, block, field):
         """The index of the first `if <rank test>: return` (or continue, raise, exit()) in one list of
         statements, len(list) if none: computed once per list, so that asking for every statement is linear."""
         key = (block, field)
-        if key not in self._first_exit:
-            siblings = getattr(block, field)
-            self._first_exit[key] = next(  # (the body first: most `if`s exit nothing, and it costs least)
-                (i for i, s in enumerate(siblings) if isinstance(s, ast.If) and any(
+        found = self._first_exit.get(key)
+        if found is not None:
+            return found
+        siblings = getattr(block, field)
+        found = len(siblings)
+        for i, s in enumerate(siblings):  # (the body first: most `if`s exit nothing, and it costs least)
+            if type(s) is ast.If and any(
                     isinstance(b, (ast.Return, ast.Continue, ast.Raise)) or
-                    (isinstance(b, ast.Expr) and last_name(b.value) in ("exit", "_exit")) for b in s.body) and
-                 self.mentions_rank(s.test) and self.test_polarity(s.test) is None),
-                len(siblings))
-        return self._first_exit[key]
+                    (isinstance(b, ast.Expr) and last_name(b.value) in ("exit", "_exit")) for b in s.body) and \
+                    self.mentions_rank(s.test) and self.test_polarity(s.test) is None:
+                found = i
+                break
+        self._first_exit[key] = found
+        return found
 
     def after_rank_exit(self, node):
         """The `if <rank test>: return` (or continue) that comes before node in its function, at the level of
