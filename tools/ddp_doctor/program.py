@@ -4,6 +4,7 @@
 import ast
 import re
 from collections import defaultdict
+from operator import itemgetter
 
 COLLECTIVES = {"all_reduce", "barrier", "broadcast", "all_gather", "all_gather_into_tensor", "all_gather_object",
                "reduce", "gather", "gather_object", "scatter", "scatter_object_list", "reduce_scatter",
@@ -501,10 +502,12 @@ class Module:
                 values.setdefault(name, []).append(value)
         flags = {}
         for name, found in values.items():
-            tests = [v for v in found if not (isinstance(v, ast.Constant) and type(v.value) is bool)]
-            if not tests:
-                continue
-            polarities = {self.test_polarity(v, {}) for v in tests}
+            polarities = set()  # of the values that are not True / False: one, not None, makes a flag
+            for v in found:
+                if not (isinstance(v, ast.Constant) and type(v.value) is bool):
+                    polarities.add(self.test_polarity(v, {}))
+                    if None in polarities or len(polarities) > 1:
+                        break  # (most names: the first value is no test)
             if len(polarities) == 1 and None not in polarities:
                 flags[name] = polarities.pop()
         forming = {}  # `if parallel == True: ... init_process_group(...)`: the flag says the run is distributed
@@ -525,10 +528,10 @@ class Module:
         anything else (a rank test, a mixed test such as `ddp and rank == 0`). The other side of such a test
         runs in one process: `if ddp: ... else: torch.save(...)` saves once."""
         if flags is None:
-            if test in self._polarity:
-                return self._polarity[test]
-            self._polarity[test] = self.test_polarity(test, self.distributed_flags)
-            return self._polarity[test]
+            polarity = self._polarity.get(test, self)  # (self: not computed yet)
+            if polarity is self:
+                polarity = self._polarity[test] = self.test_polarity(test, self.distributed_flags)
+            return polarity
         if depth > 20:
             return None
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -952,9 +955,10 @@ class Module:
 
     def mentions_rank(self, test):
         """mentions_rank with this file's aliases, computed once per node (many calls share one test)."""
-        if test not in self._mentions:
-            self._mentions[test] = mentions_rank(test, self.rank_aliases) or self.calls_rank_test_helper(test)
-        return self._mentions[test]
+        found = self._mentions.get(test)
+        if found is None:
+            found = self._mentions[test] = mentions_rank(test, self.rank_aliases) or self.calls_rank_test_helper(test)
+        return found
 
     def calls_rank_test_helper(self, test):
         """Whether a test calls, without arguments, a helper that returns a rank test, whatever its name:
@@ -1189,19 +1193,26 @@ class Module:
         statements, len(list) if none: computed once per list, so that asking for every statement is linear."""
         key = (block, field)
         found = self._first_exit.get(key)
-        if found is not None:
-            return found
-        siblings = getattr(block, field)
-        found = len(siblings)
-        for i, s in enumerate(siblings):  # (the body first: most `if`s exit nothing, and it costs least)
-            if type(s) is ast.If and any(
-                    isinstance(b, (ast.Return, ast.Continue, ast.Raise)) or
-                    (isinstance(b, ast.Expr) and last_name(b.value) in ("exit", "_exit")) for b in s.body) and \
-                    self.mentions_rank(s.test) and self.test_polarity(s.test) is None:
-                found = i
-                break
-        self._first_exit[key] = found
+        if found is None:
+            found = self._first_exit[key] = next(
+                (i for i, s in self.exiting_ifs().get(key, ()) if self.mentions_rank(s.test) and
+                 self.test_polarity(s.test) is None), len(getattr(block, field)))
         return found
+
+    def exiting_ifs(self):
+        """(block, field) -> [(index, if statement)] of the `if`s whose body returns, continues, raises or calls
+        exit() (whatever their test), in the order of the block: read once from the file's `if`s, so that
+        first_rank_exit reads no block statement by statement."""
+        if not hasattr(self, "_exiting_ifs"):
+            self._exiting_ifs = found = {}
+            for s in self.of_type(ast.If):
+                if any(isinstance(b, (ast.Return, ast.Continue, ast.Raise)) or
+                       (isinstance(b, ast.Expr) and last_name(b.value) in ("exit", "_exit")) for b in s.body):
+                    field, index = self.position[s]
+                    found.setdefault((self.parent[s], field), []).append((index, s))
+            for ifs in found.values():
+                ifs.sort(key=itemgetter(0))
+        return self._exiting_ifs
 
     def after_rank_exit(self, node):
         """The `if <rank test>: return` (or continue) that comes before node in its function, at the level of
