@@ -92,8 +92,8 @@ def check_source(source, path, line_map=None, tree=None, errors=None, folder=Non
             detail, line, col = bad.args
             c, line = place(line)
             return [Finding(path, line, col, "DDP000", message("DDP000", detail), c)]
-    lines = source.splitlines()
     can_quiet = "ddp-doctor" in source  # an ignore comment names the doctor (most files have none)
+    lines = source.splitlines() if can_quiet else []  # read only where a comment may silence a finding
     module = Module(tree, folder)
     if Leaving.quickly:
         Leaving.kept = module

@@ -4,6 +4,7 @@
 import ast
 import re
 from collections import defaultdict
+from operator import itemgetter
 
 COLLECTIVES = {"all_reduce", "barrier", "broadcast", "all_gather", "all_gather_into_tensor", "all_gather_object",
                "reduce", "gather", "gather_object", "scatter", "scatter_object_list", "reduce_scatter",
@@ -70,6 +71,8 @@ def walk(node):
 
 def dotted(node):
     """'torch.distributed.get_rank' for that attribute chain, 'x' for a name, '' for anything else."""
+    if type(node) is ast.Name:  # the most frequent case, without the list and the join
+        return node.id
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -119,20 +122,30 @@ def text_mentions(node, pattern, aliases=frozenset()):
     found_in = _FOUND_IN.get(pattern)
     if found_in is None or len(found_in) > 100_000:  # (a bound on what the words of many files keep)
         found_in = _FOUND_IN[pattern] = {}
-    for n in walk(node):
+    todo = [node]  # the nodes under node, depth first (the answer takes no order): walk's work, without a generator
+    while todo:
+        n = todo.pop()
         kind = type(n)
         if kind is ast.Name:
             word = n.id
             if word in aliases:
                 return True
-        elif kind is ast.Attribute:
+        elif kind is ast.Constant:
+            word = n.value
+            if type(word) is not str:
+                continue
+        else:
+            for field, may_hold_none in _LAYOUT[kind]:
+                value = getattr(n, field)
+                if type(value) is list:
+                    todo += [v for v in value if v is not None] if may_hold_none else value
+                elif value is not None:
+                    todo.append(value)
+            if kind is not ast.Attribute:
+                continue
             word = n.attr
             if aliases and dotted(n) in aliases:
                 return True
-        elif kind is ast.Constant and type(n.value) is str:
-            word = n.value
-        else:
-            continue
         found = found_in.get(word)
         if found is None:
             found = found_in[word] = pattern.search(word) is not None
@@ -393,6 +406,7 @@ class Module:
         self._statements = {tree: []}  # scope -> its statements, in the order of its nodes
         self.position = {}  # statement -> (field of its parent that holds it, index there)
         self._first_exit = {}  # (block, field) -> index of the first `if <rank test>: return` there
+        self._after_exit = {}  # statement -> whether it comes after one (after_first_rank_exit)
         self.by_type = {}  # node type -> its nodes, in the order of the walk
         self._index(tree)
         self.functions = {}  # name -> [FunctionDef] (methods too, by their name)
@@ -488,10 +502,12 @@ class Module:
                 values.setdefault(name, []).append(value)
         flags = {}
         for name, found in values.items():
-            tests = [v for v in found if not (isinstance(v, ast.Constant) and type(v.value) is bool)]
-            if not tests:
-                continue
-            polarities = {self.test_polarity(v, {}) for v in tests}
+            polarities = set()  # of the values that are not True / False: one, not None, makes a flag
+            for v in found:
+                if not (isinstance(v, ast.Constant) and type(v.value) is bool):
+                    polarities.add(self.test_polarity(v, {}))
+                    if None in polarities or len(polarities) > 1:
+                        break  # (most names: the first value is no test)
             if len(polarities) == 1 and None not in polarities:
                 flags[name] = polarities.pop()
         forming = {}  # `if parallel == True: ... init_process_group(...)`: the flag says the run is distributed
@@ -512,10 +528,10 @@ class Module:
         anything else (a rank test, a mixed test such as `ddp and rank == 0`). The other side of such a test
         runs in one process: `if ddp: ... else: torch.save(...)` saves once."""
         if flags is None:
-            if test in self._polarity:
-                return self._polarity[test]
-            self._polarity[test] = self.test_polarity(test, self.distributed_flags)
-            return self._polarity[test]
+            polarity = self._polarity.get(test, self)  # (self: not computed yet)
+            if polarity is self:
+                polarity = self._polarity[test] = self.test_polarity(test, self.distributed_flags)
+            return polarity
         if depth > 20:
             return None
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -919,10 +935,15 @@ class Module:
     def strings(self):
         """text -> the string constants with that text, found once: what the rules ask of string constants."""
         if not hasattr(self, "_strings"):
-            self._strings = {}
+            self._strings = found = {}
             for n in self.of_type(ast.Constant):
-                if type(n.value) is str:
-                    self._strings.setdefault(n.value, []).append(n)
+                text = n.value
+                if type(text) is str:
+                    same = found.get(text)
+                    if same is None:
+                        found[text] = [n]
+                    else:
+                        same.append(n)
         return self._strings
 
     def named_calls(self, *names):
@@ -934,9 +955,10 @@ class Module:
 
     def mentions_rank(self, test):
         """mentions_rank with this file's aliases, computed once per node (many calls share one test)."""
-        if test not in self._mentions:
-            self._mentions[test] = mentions_rank(test, self.rank_aliases) or self.calls_rank_test_helper(test)
-        return self._mentions[test]
+        found = self._mentions.get(test)
+        if found is None:
+            found = self._mentions[test] = mentions_rank(test, self.rank_aliases) or self.calls_rank_test_helper(test)
+        return found
 
     def calls_rank_test_helper(self, test):
         """Whether a test calls, without arguments, a helper that returns a rank test, whatever its name:
@@ -1135,34 +1157,62 @@ class Module:
 
     def _locally_guarded(self, node):
         for branch, in_body in self.enclosing_ifs(node):
-            if self.one_process_side(branch, in_body):
-                return True  # the `else` of `if ddp:`: the run that is not distributed, one process
-            if isinstance(branch, (ast.If, ast.IfExp)) and self.test_polarity(branch.test) is not None:
-                continue  # the side every rank of a distributed run takes
+            if type(branch) is not ast.While:  # an `if` or a conditional expression: one_process_side, read here
+                polarity = self.test_polarity(branch.test)
+                if polarity is not None:
+                    if in_body != polarity:
+                        return True  # the `else` of `if ddp:`: the run that is not distributed, one process
+                    continue  # the side every rank of a distributed run takes
             if self.mentions_rank(branch.test):
                 return True
-        a = self.statement(node)
+        return self.after_first_rank_exit(self.statement(node)) or self.receives_partial_value(node)
+
+    def after_first_rank_exit(self, statement):
+        """Whether a statement comes after `if <rank test>: return` (first_rank_exit) in its block or in a block
+        around it, up to its function. Kept for every statement passed on the way up, so that asking for every
+        statement of the file is linear."""
+        known, passed, a = self._after_exit, [], statement
         while a is not None and type(a) not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module):
-            if a in self.position:
-                field, index = self.position[a]
-                if self.first_rank_exit(self.parent[a], field) < index:
-                    return True
+            found = known.get(a)
+            if found is not None:
+                break
+            passed.append(a)
+            where = self.position.get(a)
+            if where is not None and self.first_rank_exit(self.parent[a], where[0]) < where[1]:
+                found = True
+                break
             a = self.parent.get(a)
-        return self.receives_partial_value(node)
+        else:
+            found = False
+        for a in passed:
+            known[a] = found
+        return found
 
     def first_rank_exit(self, block, field):
         """The index of the first `if <rank test>: return` (or continue, raise, exit()) in one list of
         statements, len(list) if none: computed once per list, so that asking for every statement is linear."""
         key = (block, field)
-        if key not in self._first_exit:
-            siblings = getattr(block, field)
-            self._first_exit[key] = next(  # (the body first: most `if`s exit nothing, and it costs least)
-                (i for i, s in enumerate(siblings) if isinstance(s, ast.If) and any(
-                    isinstance(b, (ast.Return, ast.Continue, ast.Raise)) or
-                    (isinstance(b, ast.Expr) and last_name(b.value) in ("exit", "_exit")) for b in s.body) and
-                 self.mentions_rank(s.test) and self.test_polarity(s.test) is None),
-                len(siblings))
-        return self._first_exit[key]
+        found = self._first_exit.get(key)
+        if found is None:
+            found = self._first_exit[key] = next(
+                (i for i, s in self.exiting_ifs().get(key, ()) if self.mentions_rank(s.test) and
+                 self.test_polarity(s.test) is None), len(getattr(block, field)))
+        return found
+
+    def exiting_ifs(self):
+        """(block, field) -> [(index, if statement)] of the `if`s whose body returns, continues, raises or calls
+        exit() (whatever their test), in the order of the block: read once from the file's `if`s, so that
+        first_rank_exit reads no block statement by statement."""
+        if not hasattr(self, "_exiting_ifs"):
+            self._exiting_ifs = found = {}
+            for s in self.of_type(ast.If):
+                if any(isinstance(b, (ast.Return, ast.Continue, ast.Raise)) or
+                       (isinstance(b, ast.Expr) and last_name(b.value) in ("exit", "_exit")) for b in s.body):
+                    field, index = self.position[s]
+                    found.setdefault((self.parent[s], field), []).append((index, s))
+            for ifs in found.values():
+                ifs.sort(key=itemgetter(0))
+        return self._exiting_ifs
 
     def after_rank_exit(self, node):
         """The `if <rank test>: return` (or continue) that comes before node in its function, at the level of
