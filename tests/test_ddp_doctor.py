@@ -730,3 +730,52 @@ def test_a_callback_is_read_where_the_call_that_receives_it_runs():
     balanced = ddp_doctor.check_source(head + "    if dist.get_rank() == 0:\n        step(x)\n    else:\n"
                                        "        pool.map(step, [x])\n", "t.py")
     assert balanced == [], balanced
+
+
+# dfix18a: a rank test kept in an attribute that another file of the folder sets; a group joined as args.local_rank
+
+
+def test_a_folder_shows_a_rank_flag_that_another_file_sets(tmp_path):
+    """DDP005 in a folder run: env.py sets `opt.log = True` only under `if opt.rank == 0:` (False elsewhere), so
+    `if opt.log:` in train.py is a rank test: a finding for train.py alone, silent for the folder; a finding again
+    when another function of the folder also sets opt.log True on every rank."""
+    env = ("import torch.distributed as dist\n\n\ndef init(opt):\n    opt.rank = dist.get_rank()\n"
+           "    if opt.rank == 0:\n        opt.log = True\n    else:\n        opt.log = False\n")
+    (tmp_path / "env.py").write_text(env)
+    (tmp_path / "train.py").write_text(
+        "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "\nfrom env import init\n\n\ndef train(opt, net):\n    dist.init_process_group('gloo')\n    init(opt)\n"
+        "    model = DDP(net)\n    if opt.log:\n        torch.save(model.state_dict(), 'm.pt')\n\n\n"
+        "if __name__ == '__main__':\n    train(None, None)\n")
+    alone = findings_at(tmp_path / "train.py")
+    assert alone == [("train.py", 13, "DDP005")], alone
+    folder = findings_at(tmp_path)
+    assert folder == [], folder
+    (tmp_path / "env.py").write_text(env + "\n\ndef init_quiet(opt):\n    opt.log = True\n")
+    every_rank = findings_at(tmp_path)
+    assert every_rank == [("train.py", 13, "DDP005")], every_rank
+
+
+def test_a_folder_shows_that_it_joins_its_group_as_the_launchers_local_rank(tmp_path):
+    """DDP001 in a folder run: trainer.py uses the global rank as a device; comm.py joins the group with
+    rank=local_rank taken from args.local_rank, the --local_rank option main.py declares (one node only): a
+    finding for trainer.py alone, silent for the folder; a finding again when comm.py joins with args.rank."""
+    (tmp_path / "trainer.py").write_text(
+        "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "\n\ndef wrap(model):\n    return DDP(model, device_ids=[dist.get_rank()])\n")
+    alone = findings_at(tmp_path / "trainer.py")
+    assert alone == [("trainer.py", 7, "DDP001")], alone
+    (tmp_path / "main.py").write_text(
+        "import argparse\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--local_rank', type=int, default=-1)\nparser.add_argument('--rank', type=int)\n")
+    comm = ("import torch.distributed as dist\n\n\ndef init(args):\n    local_rank = args.local_rank\n"
+            "    dist.init_process_group('nccl', init_method='env://', rank={})\n")
+    (tmp_path / "comm.py").write_text(comm.format("local_rank"))
+    folder = findings_at(tmp_path)
+    assert folder == [], folder
+    (tmp_path / "comm.py").write_text(comm.format("args.local_rank"))
+    direct = findings_at(tmp_path)
+    assert direct == [], direct
+    (tmp_path / "comm.py").write_text(comm.format("args.rank"))
+    global_rank = findings_at(tmp_path)
+    assert global_rank == [("trainer.py", 7, "DDP001")], global_rank

@@ -272,9 +272,17 @@ COMMENT = re.compile(r"#[^\n]*")
 FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
 IMPORTED_NAME = re.compile(r"[A-Za-z_]\w*")  # every word: `a, b as c` gives a, b, as, c (more is harmless)
 TORCH_SAVE = re.compile(r"\btorch\.save[ \t]*\(")
-JOINS_AS_LOCAL_RANK = re.compile(r"init_process_group\((?:[^()]|\([^()]*\))*\brank[ \t]*=[ \t]*(?:\w+\.)?local_rank\b")
+JOINS_AS_LOCAL_RANK = re.compile(r"init_process_group\((?:[^()]|\([^()]*\))*\brank[ \t]*=[ \t]*(\w+\.)?local_rank\b")
 LOCAL_RANK_READ = re.compile(r"\blocal_rank[ \t]*=[^=\n][^\n]*"
                              r"(?:[\"'](?:LOCAL_RANK|SLURM_LOCALID)[\"']|get_local_rank\(\))")
+LOCAL_RANK_OPTION = re.compile(r"add_argument\([^)]*[\"']--local[_-]rank[\"']")  # the launcher's --local_rank
+LOCAL_RANK_FROM_OPTION = re.compile(r"(?<![\w.])local_rank[ \t]*=[ \t]*(?!self\.)\w+\.local_rank[ \t]*(?:[#\n]|$)")
+ATTRIBUTE_SET = re.compile(r"[\w)\]]\.([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*([^\n]*)")  # `<x>.attr = value`
+IF_HEADER = re.compile(r"[ \t]*(?:el)?if[ \t]+(.*?)[ \t]*:[ \t]*(?:#[^\n]*|[\w.()\[\]'\"]*)")
+TARGET_START = re.compile(r"[\w.()\[\]'\"]*")  # what comes before `.attr` when the assignment starts its line
+RANK_ZERO_TEST = re.compile(  # `rank == 0`, `opt.rank % opt.ngpus_per_node == 0`, `get_rank() == 0`, `not args.rank`
+    r"\(?[ \t]*(?:[A-Za-z_][\w.]*\.)?(?:get_)?(?:global_|local_)?rank(?:\(\))?[ \t]*(?:%[ \t]*[\w.()]+[ \t]*)?\)?"
+    r"[ \t]*==[ \t]*0|not[ \t]+(?:[A-Za-z_][\w.]*\.)?(?:get_)?(?:global_|local_)?rank(?:\(\))?")
 SPAWNS = re.compile(r"\b(?:spawn|start_processes)[ \t]*\(")
 REPEATS = re.compile(r"^[ \t]*(?:async[ \t]+)?for[ \t][^\n]*(?i:epoch)[^\n]*:|"
                      r"^[ \t]*while[ \t]+(?:True|1)[ \t]*:", re.M)
@@ -314,6 +322,8 @@ def folder_facts(paths):
             names, classes, rank_attributes, rank_tests, imported = set(), {}, set(), set(), set()
             local = spawns = False  # the rendezvous on this machine, processes started by mp.spawn
             local_join = False  # init_process_group(..., rank=local_rank), local_rank read from LOCAL_RANK
+            joins_option = local_option = False  # rank=args.local_rank; an option --local_rank (the launcher's)
+            attribute_sets = []  # (attribute, where) of each `<x>.attr = value` (attribute_assignments)
             saves, built, gpu_saves = 0, set(), []
             modules = {p.stem for p in files} | {p.name for p in root.rglob("*") if p.is_dir()}
             referred, entry_point = set(), False
@@ -334,7 +344,15 @@ def folder_facts(paths):
                     imported.update(n for group in FROM_IMPORT.findall(text) for n in IMPORTED_NAME.findall(group))
                     local = local or bool(LOCAL_RENDEZVOUS.search(text))
                     spawns = spawns or bool(SPAWNS.search(text))
-                    local_join = local_join or bool(JOINS_AS_LOCAL_RANK.search(text) and LOCAL_RANK_READ.search(text))
+                    joined = JOINS_AS_LOCAL_RANK.search(text)
+                    prefix = joined.group(1) if joined else None
+                    if prefix and prefix != "self.":  # rank=args.local_rank
+                        joins_option = True
+                    elif joined:
+                        local_join = local_join or bool(LOCAL_RANK_READ.search(text))
+                        joins_option = joins_option or bool(LOCAL_RANK_FROM_OPTION.search(text))
+                    local_option = local_option or bool(LOCAL_RANK_OPTION.search(text))
+                    attribute_sets.extend(attribute_assignments(text))
                     saves += len(TORCH_SAVE.findall(text))
                     gpu_saves.extend(gpu_saves_in(COMMENT.sub("", text)))
                     repeats = repeats or bool(REPEATS.search(text))
@@ -342,7 +360,8 @@ def folder_facts(paths):
             shared = FolderFacts(names)
             shared.buffered_classes = buffered_classes(classes)
             shared.rank_attributes, shared.rank_test_functions = frozenset(rank_attributes), frozenset(rank_tests)
-            shared.single_node = local and spawns or local_join
+            shared.single_node = local and spawns or local_join or joins_option and local_option
+            shared.rank_flags = rank_flag_attributes(attribute_sets, rank_tests)
             shared.imported = frozenset(imported)
             shared.torch_saves, shared.built = saves, frozenset(built)
             shared.gpu_saves = tuple(gpu_saves)
@@ -353,6 +372,51 @@ def folder_facts(paths):
     return facts
 
 
+def attribute_assignments(text):
+    """(attribute, where) for each `<x>.attr = value` in a file's text: where is "other" for a value that is not
+    the constant True or False, "false" for False, and for True the test of the `if` / `elif` whose body holds
+    it (found by indentation, at most 50 lines up; None when there is none, or it is not a plain `if`)."""
+    found = []
+    for match in ATTRIBUTE_SET.finditer(text):
+        attr, value = match.groups()
+        value = value.partition("#")[0].strip().rstrip(";").strip()
+        if value != "True":
+            found.append((attr, "false" if value == "False" else "other"))
+            continue
+        start = text.rfind("\n", 0, match.start()) + 1
+        before = text[start:match.start() + 1]  # up to the end of the object (`opt`)
+        lead = before.lstrip()
+        header = IF_HEADER.fullmatch(before)  # `if rank == 0: opt.log = True`
+        if header is None and TARGET_START.fullmatch(lead):  # the statement starts the line: its block's header
+            indent, end = len(before) - len(lead), start - 1
+            for _ in range(50):
+                if end <= 0:
+                    break
+                line_start = text.rfind("\n", 0, end) + 1
+                line, end = text[line_start:end], line_start - 1
+                if not line.strip() or line.lstrip().startswith("#"):
+                    continue
+                if len(line) - len(line.lstrip()) < indent:
+                    header = IF_HEADER.fullmatch(line)
+                    break
+        found.append((attr, header.group(1) if header else None))
+    return found
+
+
+def rank_flag_attributes(assignments, rank_tests=frozenset()):
+    """The attributes a folder keeps a rank test in: every assignment of `<x>.attr` in its files is True or
+    False, False once at least, and each True is in the body of a test of rank 0 (`if opt.rank %
+    opt.ngpus_per_node == 0: opt.log = True`, `if rank == 0:`, `if is_main_process():` with a helper of the
+    folder that returns a rank test); then `if opt.log:` is a rank test in any file of the folder."""
+    sides = {}
+    for attr, where in assignments:
+        if where not in ("false", "other"):
+            where = "rank" if where is not None and (RANK_ZERO_TEST.fullmatch(where) or (
+                where.endswith("()") and where[:-2].rpartition(".")[2] in rank_tests)) else "all"
+        sides.setdefault(attr, set()).add(where)
+    return frozenset(attr for attr, found in sides.items() if found == {"rank", "false"})
+
+
 class FolderFacts(frozenset):
     """The names a folder's Python files call, with what else the folder says: buffered_classes, the classes
     of its files whose modules hold buffers (BatchNorm, register_buffer), which DDP broadcasts in forward."""
@@ -360,6 +424,7 @@ class FolderFacts(frozenset):
     rank_attributes = frozenset()  # attributes a file of the folder sets from a rank: `args.rank = get_rank()`
     rank_test_functions = frozenset()  # helpers that return a rank test: `def is_main_process(): return ...`
     single_node = False  # MASTER_ADDR = "localhost" (or tcp://127.0.0.1:...) and mp.spawn: one machine
+    rank_flags = frozenset()  # attributes that hold a rank test: `opt.log`, set True only under `if rank == 0:`
     torch_saves = None  # how many torch.save( the folder's files write
     gpu_saves = ()  # (file names, owners) of each torch.save( of a state_dict() not moved to the CPU
     built = frozenset()  # the names called in code (not `class Net(`, `def f(`, nor in a comment): Net() builds one

@@ -434,7 +434,13 @@ class Module:
         self._polarity = {}
         self.distributed_flags = self._distributed_flags()
         flags = self._rank_flags()  # `main = False; if rank == 0: main = True`: a rank test kept in a flag
-        if flags:  # (found with rank_test, which has computed the rank flow)
+        folder_flags = getattr(self.folder_call_names, "rank_flags", None)
+        if folder_flags:  # `opt.log`, which another file of the folder sets True only under `if rank == 0:`
+            parent = self.parent  # (not a function called by that name: torch.log(x))
+            flags |= {dotted(n) for n in self.of_type(ast.Attribute) if n.attr in folder_flags and not (
+                type(parent.get(n)) is ast.Call and parent[n].func is n)} - {""}
+        if flags:
+            self._rank_flow()
             self.rank_aliases |= flags
             self._rank_test_names |= flags
         self.unguarded_functions = self._unguarded_functions()
@@ -628,14 +634,21 @@ class Module:
 
     def joins_with_local_rank(self):
         """Whether the program joins its group as its local rank: `init_process_group(..., rank=local_rank)`,
-        the value read from LOCAL_RANK / SLURM_LOCALID or get_local_rank() (directly or through a name its
-        function assigns from one). On a second node two processes would claim one rank and the group would
-        not form: single-node by construction, where the global rank is the local rank."""
+        the value read from LOCAL_RANK / SLURM_LOCALID or get_local_rank(), or the launcher's option
+        (`args.local_rank`, where the file declares `--local_rank`), directly or through a name its function
+        assigns from one. On a second node two processes would claim one rank and the group would not form:
+        single-node by construction, where the global rank is the local rank."""
+        calls = self.named_calls("init_process_group")
+        option = bool(calls) and any(is_const(a, o) for c in self.named_calls("add_argument") for a in c.args
+                                     for o in ("--local_rank", "--local-rank"))
+
         def local(value):
             return any((isinstance(n, ast.Constant) and n.value in ("LOCAL_RANK", "SLURM_LOCALID")) or
-                       (isinstance(n, ast.Call) and last_name(n) in ("get_local_rank", "get_node_local_rank"))
+                       (isinstance(n, ast.Call) and last_name(n) in ("get_local_rank", "get_node_local_rank")) or
+                       (option and isinstance(n, ast.Attribute) and n.attr == "local_rank" and
+                        dotted(n).count(".") == 1 and not dotted(n).startswith("self."))
                        for n in walk(value))
-        for call in self.named_calls("init_process_group"):
+        for call in calls:
             value = keyword(call, "rank")
             if value is None:
                 continue

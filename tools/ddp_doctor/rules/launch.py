@@ -31,8 +31,8 @@ RULES = {
                "device_ids=[i], .to(i)). Silent in a program that is single-node by construction: it sets "
                "MASTER_ADDR (or a tcp:// init_method) to localhost / 127.0.0.1 itself and starts its processes "
                "with mp.spawn, so every process runs on this machine and the global rank is the local rank; or it "
-               "joins its group as its local rank (init_process_group(..., rank=local_rank), read from LOCAL_RANK), "
-               "which two nodes could not do.",
+               "joins its group as its local rank (init_process_group(..., rank=local_rank), read from LOCAL_RANK, "
+               "or the launcher's --local_rank option: rank=args.local_rank), which two nodes could not do.",
                "02 · Processes, ranks and world size; 04 · From single device to DDP"),
     "DDP012": ("nccl-hard-coded", "init_process_group('nccl') hard-coded: no CPU path",
                "NCCL runs only on CUDA GPUs. A script that names it outright fails on a laptop, in CI and on "
