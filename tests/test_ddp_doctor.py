@@ -779,3 +779,33 @@ def test_a_folder_shows_that_it_joins_its_group_as_the_launchers_local_rank(tmp_
     (tmp_path / "comm.py").write_text(comm.format("args.rank"))
     global_rank = findings_at(tmp_path)
     assert global_rank == [("trainer.py", 7, "DDP001")], global_rank
+
+
+# dfix18b: DDP002 on DistributedSampler under other names and under `while True:`; DDP011 through a helper
+
+
+def test_a_distributed_sampler_is_known_by_every_name_it_is_made_by():
+    """DDP002 finds the sampler whatever spells it: a module path (`tud.distributed.DistributedSampler`), a class
+    of that name from another package (torchft's), read again by `while True:`, and a subclass of a subclass of
+    the file; a loader read once, outside any loop, stays silent."""
+    spelled = ("import torch.utils.data as tud\n\n\ndef train(dataset, epochs):\n"
+               "    sampler = tud.distributed.DistributedSampler(dataset)\n"
+               "    loader = tud.DataLoader(dataset, sampler=sampler)\n"
+               "    for epoch in range(epochs):\n        for batch in loader:\n            pass\n")
+    found = [(f.line, f.code) for f in ddp_doctor.check_source(spelled, "t.py")]
+    assert found == [(5, "DDP002")], found
+    steps = ("from torchft import DistributedSampler\nfrom torchdata.stateful_dataloader import StatefulDataLoader"
+             "\n\n\ndef main(trainset):\n    sampler = DistributedSampler(trainset, replica_rank=0, shuffle=True)\n"
+             "    trainloader = StatefulDataLoader(trainset, batch_size=64, sampler=sampler)\n"
+             "    while True:\n        for i, batch in enumerate(trainloader):\n            pass\n")
+    found = [(f.line, f.code) for f in ddp_doctor.check_source(steps, "t.py")]
+    assert found == [(6, "DDP002")], found
+    once = steps.replace("    while True:\n        for i, batch in enumerate(trainloader):\n            pass\n",
+                         "    for i, batch in enumerate(trainloader):\n        pass\n    while True:\n        pass\n")
+    assert ddp_doctor.check_source(once, "t.py") == []
+    deep = ("from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
+            "class B(A):\n    pass\n\n\nclass A(DistributedSampler):\n    pass\n\n\n"
+            "def train(dataset, epochs):\n    loader = DataLoader(dataset, sampler=B(dataset))\n"
+            "    for epoch in range(epochs):\n        for batch in loader:\n            pass\n")
+    found = [(f.line, f.code) for f in ddp_doctor.check_source(deep, "t.py")]
+    assert found == [(13, "DDP002")], found

@@ -1521,11 +1521,12 @@ class Module:
             self._buffered_classes = frozenset(found)
         return self._buffered_classes
 
-    def has_buffers(self, expr, scope, depth=0, seen=None):
+    def has_buffers(self, expr, scope, depth=0, seen=None, converted=True):
         """Whether the doctor can see buffers in the module expr builds: a layer or model with buffers, a class
         of the file or its folder that builds one, through the names it is bound to (model = Net(); model =
         DDP(model)), nn.Sequential(backbone, head) and the like. False where it cannot see (a parameter, a
-        model from a factory it does not know): silence."""
+        model from a factory it does not know): silence. With converted=False, convert_sync_batchnorm(model)
+        alone is no sign: it swaps the BatchNorm layers a model has, and a model from a factory may have none."""
         seen = set() if seen is None else seen
         if depth > 6 or expr is None:
             return False
@@ -1534,7 +1535,8 @@ class Module:
         while todo:
             node = todo.pop()
             for n in walk(node):
-                if isinstance(n, ast.Call) and (builds_buffers(n) or last_name(n) in buffered):
+                if isinstance(n, ast.Call) and (builds_buffers(n) or last_name(n) in buffered) and (
+                        converted or last_name(n) != "convert_sync_batchnorm"):
                     return True
                 if isinstance(n, ast.Name) or (isinstance(n, ast.Attribute) and dotted(n).startswith("self.")):
                     name = dotted(n)

@@ -23,7 +23,12 @@ RULES = {
                "no loop over epochs (nor a `while True:`), or when the function that builds it is named for "
                "evaluation (build_eval_loader, validation_dataloader); silent for a sampler built inside the epoch "
                "loop whose seed= depends on the epoch (a new order each epoch), and for one whose loader is read in "
-               "one pass (a loop that no other loop repeats, in a function that no epoch loop calls).",
+               "one pass (a loop that no other loop repeats, in a function that no epoch loop calls). Without a "
+               "loop over epochs, a sampler whose loader is iterated inside a `while True:` of its function "
+               "(training by steps) is reported when no set_epoch() call appears in the program. A "
+               "DistributedSampler is torch's, or a class of that name from any module (torchft's), the name "
+               "it is imported as (`import DistributedSampler as DS`), or a class of the file based on one of "
+               "these, unless it defines an __iter__ that reads no epoch.",
                "05 · Rank-aware training; 06 · Why DDP is correct"),
     "DDP003": ("shuffle-with-sampler", "shuffle=True next to a sampler: DataLoader refuses the pair",
                "A sampler decides the order; DataLoader raises 'sampler option is mutually exclusive with "
@@ -82,7 +87,37 @@ RULES = {
 
 
 def distributed_samplers(m):
-    return m.named_calls("DistributedSampler")
+    return m.named_calls(*sampler_classes(m))
+
+
+def sampler_classes(m):
+    """The names a file makes DistributedSamplers by: DistributedSampler (torch's, or a class of that name from
+    any module: torchft's subclasses torch's), the names it imports it as (`from torch.utils.data.distributed
+    import DistributedSampler as DDP_sampler`), and the classes of the file whose base is one of these, unless
+    such a class defines an __iter__ that never reads an epoch (its order is then its own). Found once per file."""
+    names = m.__dict__.get("_sampler_classes")
+    if names is None:
+        names = ["DistributedSampler"]
+        for node in m.of_type(ast.ImportFrom):
+            names += [a.asname for a in node.names if a.name == "DistributedSampler" and a.asname]
+        classes = m.of_type(ast.ClassDef)
+        for _ in range(3):  # a subclass of a subclass, in any order of the file
+            more = [c.name for c in classes if c.name not in names and
+                    any((dotted(b).rpartition(".")[2]) in names for b in c.bases) and not own_order(c)]
+            if not more:
+                break
+            names += more
+        m.__dict__["_sampler_classes"] = names
+    return names
+
+
+EPOCH_WORD = re.compile("epoch", re.I)
+
+
+def own_order(cls):
+    """Whether a sampler class defines an __iter__ that reads no epoch (`self.epoch`, `epoch`)."""
+    return any(isinstance(f, ast.FunctionDef) and f.name == "__iter__" and not text_mentions(f, EPOCH_WORD)
+               for f in cls.body)
 
 
 def rule_sampler_without_set_epoch(m):
@@ -101,6 +136,10 @@ def rule_sampler_without_set_epoch(m):
                     m.scope(call).name) and not seeded_by_epoch(m, call):
                 yield call, "DDP002", ESCAPED
     if all(runs_once(loop, m) for loop in m.epoch_loops()):
+        if not program_sets_epoch(m):  # training by steps: `while True: for batch in loader:`
+            for call in samplers:
+                if call not in escaped and read_by_steps(m, call):
+                    yield call, "DDP002", BY_STEPS
         return  # (no epoch loop, or only `for epoch in range(1)`: one epoch, whose order set_epoch never changes)
     told, looping = None, None  # with some set_epoch: the samplers it reaches by name, the scopes with epochs
     if "set_epoch" in m.call_names:
@@ -164,6 +203,37 @@ def escapes(m, call):
                     if loads is None:
                         loads = name_loads(m, fn)
                     todo += loads.get(target.id, [])
+    return False
+
+
+BY_STEPS = (" (its loader is read again and again by `while True:`, and no set_epoch() call appears anywhere in "
+            "the program: every pass has the first pass's order)")
+
+
+def read_by_steps(m, call):
+    """Whether a sampler that its function binds to a name goes, by sampler= (or an argument of a loader class),
+    into a loader bound to a name that a `for` loop of the same function iterates inside a `while True:` loop
+    (training by steps): each pass of the `while` starts the loader again, in the same order."""
+    fn, bound = m.scope(call), m.parent.get(call)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(bound, ast.Assign) or \
+            len(bound.targets) != 1 or type(bound.targets[0]) is not ast.Name:
+        return False
+    loads = name_loads(m, fn)
+    loaders = set()
+    for use in loads.get(bound.targets[0].id, []):
+        up = m.parent.get(use)
+        loader = m.parent.get(up) if isinstance(up, ast.keyword) else up
+        where = m.parent.get(loader)
+        if isinstance(loader, ast.Call) and holds(m, up, use) and isinstance(where, ast.Assign) and \
+                len(where.targets) == 1 and type(where.targets[0]) is ast.Name:
+            loaders.add(where.targets[0].id)
+    for name in loaders:
+        for use in loads.get(name, []):
+            loop = next((a for a in m.ancestors(use) if isinstance(a, LOOPS) or a is fn), fn)
+            if isinstance(loop, (ast.For, ast.AsyncFor)) and any(use is n for n in walk(loop.iter)) and any(
+                    isinstance(a, ast.While) and (is_const(a.test, True) or is_const(a.test, 1))
+                    for a in takewhile(lambda a: a is not fn, m.ancestors(loop))):
+                return True
     return False
 
 

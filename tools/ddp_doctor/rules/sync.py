@@ -29,7 +29,12 @@ RULES = {
                "torchvision model with BatchNorm, in a class of the file or its folder) and broadcast_buffers is "
                "not False. A model without buffers (Embedding, LSTM, Linear, LayerNorm) runs no collective "
                "in forward; a model the doctor cannot see into (a parameter, a factory) is left alone, "
-               "precision first. Silent when the other branch calls a collective too, or reaches the same function "
+               "precision first. A function of the file that calls a parameter (`def evaluate(model, data): ... "
+               "model(x)`) runs that forward when a call of the same file passes it the DDP model (by position or "
+               "keyword): that call, and the forward inside the function, are read as the forward itself (here "
+               "buffers must be seen in the layers that build the model: convert_sync_batchnorm() of a "
+               "factory's model is not enough). Silent when the other branch calls a collective too, or reaches the "
+               "same function "
                "as a callback (rank 0 runs `study.optimize(objective, n_trials=n)`, the others call "
                "`objective(None)` n times), or when a twin `if` of "
                "the same function with the complementary test calls the same one (`if not is_main(): barrier()` "
@@ -79,7 +84,8 @@ def rule_collective_in_rank_branch(m):
                   for scope in {m.scope(c) for c in m.named_calls("DistributedDataParallel", "DDP")}
                   for name in m.ddp_names(scope)}
     candidates = m.named_calls(*COLLECTIVES, *m.collective_functions, *ddp_models)  # the calls that may sync
-    for call in [*candidates, *callbacks(m)]:  # and the syncing functions passed to a call (study.optimize(f))
+    forwards, passes = ddp_forwarders(m)  # forwards through a parameter that receives a DDP model, and the calls
+    for call in [*candidates, *callbacks(m), *forwards, *passes]:  # (and the syncing functions passed to a call)
         scope = m.scope(call)
         name = last_name(call)
         if not isinstance(call, ast.Call):
@@ -96,6 +102,11 @@ def rule_collective_in_rank_branch(m):
             if not broadcasts_buffers(m, m.ddp_names(scope)[dotted(call.func)], scope):
                 continue  # a DDP forward with no buffers to broadcast is no collective
             what = f"a forward pass through the DDP model {dotted(call.func)}, which broadcasts its buffers,"
+        elif call in forwards:
+            what = (f"a forward pass through {dotted(call.func)}, a parameter that receives the DDP model "
+                    f"{forwards[call]}, which broadcasts its buffers,")
+        elif call in passes:
+            what = f"{name}(), which runs a forward pass through the DDP model {passes[call]} (buffers),"
         else:
             continue
         if any(m.one_process_side(b, i) for b, i in m.enclosing_ifs(call)):
@@ -118,13 +129,77 @@ def rule_collective_in_rank_branch(m):
                     ddp = m.ddp_names(scope)
                     calls = [c for s in other for c in calls_in(s)]
                     other_side_syncs[key] = any(
-                        m.is_collective(c) or last_name(c) in m.collective_functions or dotted(c.func) in ddp
-                        for c in calls), {last_name(f) for c in calls for f in passed_functions(m, c)}
+                        m.is_collective(c) or last_name(c) in m.collective_functions or dotted(c.func) in ddp or
+                        c in passes or c in forwards for c in calls), {
+                        last_name(f) for c in calls for f in passed_functions(m, c)}
                 syncs, passed = other_side_syncs[key]  # passed: the syncing functions it hands to a call
                 if not syncs and name not in passed and not complement_syncs(m, branch, name) and \
                         not balanced_exit(m, branch, in_body):
                     yield call, "DDP011", what  # (the other ranks call one too, here or in a twin `if`: no finding)
                 break
+
+
+def ddp_forwarders(m):
+    """The forwards through a DDP model that reaches a function of the file as an argument, and the calls that
+    pass it there, found once per file: `evaluate(model, ...)`, where model is bound to DDP(...) of a module
+    with buffers (broadcasts_buffers) in the caller's scope, passed by position or keyword to a function of the
+    file defined once (`f(...)`, or `self.f(...)` for a method), whose body calls that parameter, `model(x)`
+    (in its own body, not a nested def; not a parameter the function binds again: `model = model.module`).
+    Returns ({forward call: the name passed}, {passing call: the name passed})."""
+    if hasattr(m, "_ddp_forwarders"):
+        return m._ddp_forwarders
+    forwards, passes = {}, {}
+    m._ddp_forwarders = forwards, passes
+    if not m.named_calls("DistributedDataParallel", "DDP"):
+        return forwards, passes
+    called = {}  # function -> the names it calls as functions in its own body
+    for name in m.functions.keys() & m.calls_named.keys():
+        if len(m.functions[name]) != 1:
+            continue
+        fn = m.functions[name][0]
+        params = parameters(fn)
+        for call in m.calls_named[name]:
+            if isinstance(call.func, ast.Name):
+                offset = 0
+            elif isinstance(call.func, ast.Attribute) and dotted(call.func.value) == "self" and params[:1] == ["self"]:
+                offset = 1
+            else:
+                continue
+            scope = m.scope(call)
+            ddp = m.ddp_names(scope, before=call)
+            if not ddp:
+                continue
+            given = [(params[i + offset] if i + offset < len(params) else None, a) for i, a in enumerate(call.args)]
+            given += [(k.arg, k.value) for k in call.keywords]
+            for param, arg in given:
+                passed = dotted(arg)
+                if param is None or passed not in ddp or not broadcasts_buffers(m, ddp[passed], scope) or \
+                        not sees_buffer_layers(m, ddp[passed], scope):
+                    continue
+                if fn not in called:
+                    bound = {target for target, _ in m.assignments(fn)}
+                    called[fn] = {}
+                    for c in walk(fn):
+                        if type(c) is ast.Call and type(c.func) is ast.Name and c.func.id not in bound and \
+                                m.scope(c) is fn:
+                            called[fn].setdefault(c.func.id, []).append(c)
+                if called[fn].get(param):
+                    passes[call] = passed
+                    for c in called[fn][param]:
+                        forwards[c] = passed
+    return forwards, passes
+
+
+def sees_buffer_layers(m, wrap, scope):
+    """Whether the module a DDP(...) call wraps has buffers the doctor sees in the layers or classes that build
+    it, not only through convert_sync_batchnorm(model) of a model from a factory (which may have no BatchNorm):
+    what a forward through a parameter asks, precision first. Read once per wrap."""
+    if not hasattr(m, "_buffer_layers"):
+        m._buffer_layers = {}
+    if wrap not in m._buffer_layers:
+        module = wrap.args[0] if wrap.args else keyword(wrap, "module")
+        m._buffer_layers[wrap] = m.has_buffers(module, scope, converted=False)
+    return m._buffer_layers[wrap]
 
 
 def passed_functions(m, call):
