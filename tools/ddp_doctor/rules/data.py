@@ -355,23 +355,30 @@ def shuffled_each_epoch(m, call):
     data = call.args[0] if call.args else keyword(call, "dataset")
     if loop is None or data is None:
         return False
-    epochs = names_of_epochs(m, call)
+    epochs = names_of_epochs(m, call)  # (the same for every call whose innermost epoch loop is this one)
 
     def by_epoch(node):  # a seed that the epoch changes, or no seed
         return node is None or any(isinstance(n, ast.Name) and n.id in epochs for n in walk(node))
 
-    bound, shuffled = {}, set()  # name -> the values the loop binds it to; the names shuffled in place
-    for node in walk(loop):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if dotted(target):
-                    bound.setdefault(dotted(target), []).append(node.value)
-        elif isinstance(node, ast.Call) and last_name(node) in SEEDERS and (node.args or node.keywords) and \
-                not by_epoch(node):
-            return False  # reseeded to the same value each epoch: the same shuffle again
-        if isinstance(node, ast.Call) and last_name(node) == "shuffle" and node.args and \
-                not isinstance(node.args[0], ast.Constant) and by_epoch(keyword(node, "seed")):
-            shuffled.add(dotted(node.args[0]))  # random.shuffle(items), rng.shuffle(items)
+    cache = m.__dict__.setdefault("_epoch_shuffles", {})  # loop -> what it binds and shuffles (read once a loop)
+    if loop not in cache:
+        bound, shuffled = {}, set()  # name -> the values the loop binds it to; the names shuffled in place
+        for node in walk(loop):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if dotted(target):
+                        bound.setdefault(dotted(target), []).append(node.value)
+            elif isinstance(node, ast.Call) and last_name(node) in SEEDERS and (node.args or node.keywords) and \
+                    not by_epoch(node):
+                bound = None  # reseeded to the same value each epoch: the same shuffle again
+                break
+            if isinstance(node, ast.Call) and last_name(node) == "shuffle" and node.args and \
+                    not isinstance(node.args[0], ast.Constant) and by_epoch(keyword(node, "seed")):
+                shuffled.add(dotted(node.args[0]))  # random.shuffle(items), rng.shuffle(items)
+        cache[loop] = bound, shuffled
+    bound, shuffled = cache[loop]
+    if bound is None:
+        return False
 
     def shuffling(value):  # get_dataset(..., shuffle=True), d.shuffle(), d.shuffle(seed=epoch)
         if not isinstance(value, ast.Call):
