@@ -809,3 +809,28 @@ def test_a_distributed_sampler_is_known_by_every_name_it_is_made_by():
             "    for epoch in range(epochs):\n        for batch in loader:\n            pass\n")
     found = [(f.line, f.code) for f in ddp_doctor.check_source(deep, "t.py")]
     assert found == [(13, "DDP002")], found
+
+
+# dfix19b: DDP002 is silent for a sampler over a dataset that the same pass of the epoch loop shuffles
+
+
+def test_a_sampler_over_a_dataset_shuffled_each_epoch_repeats_nothing():
+    """DDP002: a new DistributedSampler each epoch, no set_epoch, over a dataset rebuilt in the same epoch by a call
+    passed shuffle=True (rank 0 shuffles, then broadcasts): a new order each epoch, silent. The same rebuild without
+    the shuffle, or with shuffle=args.shuffle (not known to shuffle), or a loop that reseeds each epoch to the
+    same value: the same order each epoch, a finding."""
+    shuffled = ("import random\nfrom torch.utils.data import DataLoader\n"
+                "from torch.utils.data.distributed import DistributedSampler\n\n\n"
+                "def main(args, base, get_dataset):\n"
+                "    for epoch in range(args.resume, args.num_epochs):\n"
+                "        dataset_train = get_dataset(base, args, shuffle=True)\n"
+                "        train_dataloader = DataLoader(dataset_train, shuffle=False,\n"
+                "                                      sampler=DistributedSampler(dataset_train, shuffle=True))\n"
+                "        for batch in train_dataloader:\n            pass\n\n\n"
+                "if __name__ == '__main__':\n    main(None, None, None)\n")
+    assert [f.code for f in ddp_doctor.check_source(shuffled, "t.py")] == []
+    for change in (("shuffle=True)\n", ")\n"), ("shuffle=True)\n", "shuffle=args.shuffle)\n"),
+                   ("        dataset_train =", "        random.seed(args.seed)\n        dataset_train =")):
+        repeated = shuffled.replace(*change)
+        found = [(f.line, f.code) for f in ddp_doctor.check_source(repeated, "t.py")]
+        assert [code for _, code in found] == ["DDP002"], (change, found)

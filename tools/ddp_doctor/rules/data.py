@@ -22,7 +22,10 @@ RULES = {
                "by the whole program (the folder): silent when any set_epoch() call appears in it, or when it has "
                "no loop over epochs (nor a `while True:`), or when the function that builds it is named for "
                "evaluation (build_eval_loader, validation_dataloader); silent for a sampler built inside the epoch "
-               "loop whose seed= depends on the epoch (a new order each epoch), and for one whose loader is read in "
+               "loop whose seed= depends on the epoch (a new order each epoch), for one built inside the epoch loop "
+               "over a dataset that the same pass of the loop shuffles (rebuilt by a call passed shuffle=True, "
+               "`d.shuffle()`, or `random.shuffle(items)` on what it is built from, with no seed the epoch leaves "
+               "fixed: the data under the sampler is in a new order each epoch), and for one whose loader is read in "
                "one pass (a loop that no other loop repeats, in a function that no epoch loop calls). Without a "
                "loop over epochs, a sampler whose loader is iterated inside a `while True:` of its function "
                "(training by steps) is reported when no set_epoch() call appears in the program. A "
@@ -133,7 +136,7 @@ def rule_sampler_without_set_epoch(m):
             # made by a function for evaluation: validation_dataloader(), build_eval_dataloader())
             data = call.args[0] if call.args else keyword(call, "dataset")
             if not (data is not None and text_mentions(data, EVALISH)) and not EVAL_FUNCTION.search(
-                    m.scope(call).name) and not seeded_by_epoch(m, call):
+                    m.scope(call).name) and not seeded_by_epoch(m, call) and not shuffled_each_epoch(m, call):
                 yield call, "DDP002", ESCAPED
     if all(runs_once(loop, m) for loop in m.epoch_loops()):
         if not program_sets_epoch(m):  # training by steps: `while True: for batch in loader:`
@@ -164,7 +167,7 @@ def rule_sampler_without_set_epoch(m):
         if told is not None and (call in told or m.scope(call) not in looping):
             continue  # told, or made where no epoch loop runs (a sampler for one batch)
         if not (data is not None and text_mentions(data, EVALISH)) and not seeded_by_epoch(m, call) \
-                and not one_pass(m, call):
+                and not one_pass(m, call) and not shuffled_each_epoch(m, call):
             yield call, "DDP002", ""
 
 
@@ -334,6 +337,75 @@ def seeded_by_epoch(m, call):
     return bool(names & epochs) or any(
         name in names and any(isinstance(n, ast.Name) and n.id in epochs for n in walk(value))
         for name, value in m.assignments(m.scope(call)))
+
+
+def shuffled_each_epoch(m, call):
+    """Whether a DistributedSampler built inside an epoch loop reads a dataset that the same pass of the loop
+    shuffles: bound there to a call passed shuffle=True (`get_dataset(..., shuffle=True)`, a rebuild in a new
+    order), or to `d.shuffle()`, or shuffled in place (`random.shuffle(d)`, `np.random.shuffle(d)`,
+    `rng.shuffle(d)`), itself or a name it is built from there (`random.shuffle(items)` ... `Dataset(items)`).
+    The sampler's own permutation repeats (epoch 0's seed), but the data under it is in a new order each epoch,
+    and set_epoch would change nothing that matters. Not a rebuild without a shuffle (the same order each epoch),
+    nor a shuffle with a seed that the epoch does not change (seed=0, seed=args.seed), nor a loop that reseeds
+    (`random.seed(0)`, `torch.manual_seed(args.seed)`, `random.Random(0).shuffle(d)`) with a value that the epoch
+    does not change."""
+    fn = m.scope(call)
+    loop = next((a for a in takewhile(lambda a: a is not fn, m.ancestors(call))
+                 if isinstance(a, (ast.For, ast.AsyncFor)) and m.is_epoch_loop(a)), None)
+    data = call.args[0] if call.args else keyword(call, "dataset")
+    if loop is None or data is None:
+        return False
+    epochs = names_of_epochs(m, call)  # (the same for every call whose innermost epoch loop is this one)
+
+    def by_epoch(node):  # a seed that the epoch changes, or no seed
+        return node is None or any(isinstance(n, ast.Name) and n.id in epochs for n in walk(node))
+
+    cache = m.__dict__.setdefault("_epoch_shuffles", {})  # loop -> what it binds and shuffles (read once a loop)
+    if loop not in cache:
+        bound, shuffled = {}, set()  # name -> the values the loop binds it to; the names shuffled in place
+        for node in walk(loop):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if dotted(target):
+                        bound.setdefault(dotted(target), []).append(node.value)
+            elif isinstance(node, ast.Call) and last_name(node) in SEEDERS and (node.args or node.keywords) and \
+                    not by_epoch(node):
+                bound = None  # reseeded to the same value each epoch: the same shuffle again
+                break
+            if isinstance(node, ast.Call) and last_name(node) == "shuffle" and node.args and \
+                    not isinstance(node.args[0], ast.Constant) and by_epoch(keyword(node, "seed")):
+                shuffled.add(dotted(node.args[0]))  # random.shuffle(items), rng.shuffle(items)
+        cache[loop] = bound, shuffled
+    bound, shuffled = cache[loop]
+    if bound is None:
+        return False
+
+    def shuffling(value):  # get_dataset(..., shuffle=True), d.shuffle(), d.shuffle(seed=epoch)
+        if not isinstance(value, ast.Call):
+            return False
+        if is_const(keyword(value, "shuffle"), True):
+            return by_epoch(keyword(value, "seed"))
+        return last_name(value) == "shuffle" and isinstance(value.func, ast.Attribute) and not any(
+            isinstance(a, ast.Constant) for a in value.args) and by_epoch(keyword(value, "seed"))
+
+    todo, seen = [data], set()
+    while todo and len(seen) < 20:
+        value = todo.pop()
+        if shuffling(value):
+            return True
+        name = dotted(value)
+        if name:
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in shuffled:
+                return True
+            for value in bound.get(name, []):
+                todo += [n for n in walk(value) if isinstance(n, (ast.Name, ast.Attribute, ast.Call))]
+    return False
+
+
+SEEDERS = {"seed", "manual_seed", "seed_everything", "set_seed", "Random", "RandomState", "default_rng"}
 
 
 def names_of_epochs(m, call):
