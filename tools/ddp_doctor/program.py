@@ -414,8 +414,10 @@ class Module:
             self.functions.setdefault(node.name, []).append(node)
         self.calls = self.of_type(ast.Call)
         named = defaultdict(list)  # last name of the function called -> its calls ('save' for torch.save(...))
-        for call in self.calls:
-            named[last_name(call)].append(call)
+        for call in self.calls:  # (last_name(call), inline: a long file has a hundred thousand calls)
+            func = call.func
+            kind = type(func)
+            named[func.attr if kind is ast.Attribute else func.id if kind is ast.Name else ""].append(call)
         self.calls_named = dict(named)
         self.call_names = set(self.calls_named)
         self.log_calls = [c for c in self.named_calls(*LOG_NAMES) if is_log_call(c)]  # print(), logger.info() ...

@@ -263,8 +263,8 @@ def helper_syncs(m, call, busy=frozenset()):
         return True
     if not hasattr(m, "_helper_syncs"):
         m._helper_syncs = {}  # (name, the constants the call passes) -> answer: each helper read once per shape
-    key = (name, tuple((p, passed_constant(fn, call, p).value) for fn in defs for p in parameters(fn)
-                       if passed_constant(fn, call, p) is not None))
+    key = (name, tuple((p, passed.value) for fn in defs for p in parameters(fn)
+                       if (passed := passed_constant(fn, call, p)) is not None))
     if key in busy:
         return False  # the helper calling itself alike adds no collective of its own (its other calls are read)
     if len(busy) >= HELPER_DEPTH:
