@@ -95,6 +95,7 @@ def check_source(source, path, line_map=None, tree=None, errors=None, folder=Non
     can_quiet = "ddp-doctor" in source  # an ignore comment names the doctor (most files have none)
     lines = source.splitlines() if can_quiet else []  # read only where a comment may silence a finding
     module = Module(tree, folder)
+    module.source = source  # (the text the tree was read from: a rule may search it before the nodes)
     if Leaving.quickly:
         Leaving.kept = module
     findings, seen = [], set()

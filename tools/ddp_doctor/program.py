@@ -413,10 +413,7 @@ class Module:
         for node in self.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
             self.functions.setdefault(node.name, []).append(node)
         self.calls = self.of_type(ast.Call)
-        named = defaultdict(list)  # last name of the function called -> its calls ('save' for torch.save(...))
-        for call in self.calls:
-            named[last_name(call)].append(call)
-        self.calls_named = dict(named)
+        self.calls_named = self._calls_named  # last name of the function called -> its calls (_index)
         self.call_names = set(self.calls_named)
         self.log_calls = [c for c in self.named_calls(*LOG_NAMES) if is_log_call(c)]  # print(), logger.info() ...
         self.uses_ddp = bool(self.call_names & {"DistributedDataParallel", "DDP"})
@@ -458,7 +455,9 @@ class Module:
         position, by_type, add_loop = self.position, self.by_type, self._loops.append
         children, parents = [], []  # children[i]'s parent is parents[i]
         add_child, add_parent = children.append, parents.append
-        kinds = {}  # node type -> (add to its list in by_type, its child fields, whether a scope or a loop)
+        kinds = {}  # node type -> (add to its list in by_type, its child fields, whether a scope, a loop or a constant)
+        self._strings = strings = {}  # text -> its string constants (strings()), read while the node is at hand
+        self._calls_named = named = {}  # last name of the function called -> its calls ('save' for torch.save())
         todo = [tree]
         push, pop = todo.append, todo.pop
         statements = self._statements[tree]
@@ -469,11 +468,29 @@ class Module:
                 statements = node
                 continue
             if kind not in kinds:
-                kinds[kind] = (by_type.setdefault(kind, []).append, _LAYOUT[kind], kind in SCOPE_TYPES or kind in LOOPS)
+                kinds[kind] = (by_type.setdefault(kind, []).append, _LAYOUT[kind],
+                               kind in SCOPE_TYPES or kind in LOOPS or kind is ast.Constant or kind is ast.Call)
             add, fields, scope_or_loop = kinds[kind]
             add(node)
             if scope_or_loop:
-                if kind in SCOPE_TYPES:
+                if kind is ast.Constant:
+                    text = node.value
+                    if type(text) is str:
+                        same = strings.get(text)
+                        if same is None:
+                            strings[text] = [node]
+                        else:
+                            same.append(node)
+                elif kind is ast.Call:  # (last_name(node), inline: a long file has a hundred thousand calls)
+                    func = node.func
+                    name = type(func)
+                    name = func.attr if name is ast.Attribute else func.id if name is ast.Name else ""
+                    same = named.get(name)
+                    if same is None:
+                        named[name] = [node]
+                    else:
+                        same.append(node)
+                elif kind in SCOPE_TYPES:
                     push(statements)  # popped after the nodes of this scope
                     statements = self._statements[node] = []
                 else:
@@ -946,17 +963,8 @@ class Module:
         return [n for kind in kinds for n in self.by_type.get(kind, [])]
 
     def strings(self):
-        """text -> the string constants with that text, found once: what the rules ask of string constants."""
-        if not hasattr(self, "_strings"):
-            self._strings = found = {}
-            for n in self.of_type(ast.Constant):
-                text = n.value
-                if type(text) is str:
-                    same = found.get(text)
-                    if same is None:
-                        found[text] = [n]
-                    else:
-                        same.append(n)
+        """text -> the string constants with that text, in the order of the walk (found by _index): what the
+        rules ask of string constants."""
         return self._strings
 
     def named_calls(self, *names):

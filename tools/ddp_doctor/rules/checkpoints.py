@@ -619,6 +619,7 @@ SAVEISH = re.compile(r"^_?save\w*(snapshot|checkpoint|ckpt|state|model|weights|m
 NODE_LOCAL = re.compile(r"^/tmp\b|^/dev/shm\b|^/var/tmp\b|TMPDIR|gettempdir|LOCAL_?SCRATCH|TMP$|TEMP$")
 LOCAL_RANK = re.compile(r"local_?rank|gpu_id|local_process", re.I)
 NODES = re.compile(r"nnodes|num_nodes|node_rank|NODE_RANK|SLURM_NODEID|GROUP_RANK", re.I)
+GLOBAL_RANK = re.compile(r"global_?rank", re.I)
 
 
 def tells_nodes(m):
@@ -627,12 +628,28 @@ def tells_nodes(m):
     names nodes (nnodes, NODE_RANK)."""
     if not hasattr(m, "_tells_nodes"):
         words = set(m.strings())
-        used = set(map(attrgetter("id"), m.of_type(ast.Name))) | set(map(attrgetter("attr"), m.of_type(ast.Attribute)))
-        local = words & {"LOCAL_RANK", "SLURM_LOCALID"} or "get_node_local_rank" in m.call_names or any(
-            LOCAL_RANK.search(w) for w in used)
-        global_ = words & {"RANK", "SLURM_PROCID"} or "get_rank" in m.call_names or any(
-            re.search(r"global_?rank", w, re.I) for w in used)
-        m._names_nodes = any(NODES.search(w) for w in words | used)
+        source = getattr(m, "source", None)  # the text the tree was read from (the driver gives it)
+        lowered = source.lower() if source is not None and source.isascii() else None
+        used = None
+
+        def names_match(pattern, pieces):
+            """Whether a name or attribute of the file matches pattern (re.I; pieces: what it finds, lowercase).
+            In an ASCII file every name is a piece of the text: where the lowered text holds no piece, no name
+            does, and the set of names (a million nodes in a long file) need not be built."""
+            nonlocal used
+            if lowered is not None and not any(piece in lowered for piece in pieces):
+                return False
+            if used is None:
+                used = set(map(attrgetter("id"), m.of_type(ast.Name))) | set(
+                    map(attrgetter("attr"), m.of_type(ast.Attribute)))
+            return any(pattern.search(w) for w in used)
+
+        local = words & {"LOCAL_RANK", "SLURM_LOCALID"} or "get_node_local_rank" in m.call_names or names_match(
+            LOCAL_RANK, ("local_rank", "localrank", "gpu_id", "local_process"))
+        global_ = words & {"RANK", "SLURM_PROCID"} or "get_rank" in m.call_names or names_match(
+            GLOBAL_RANK, ("global_rank", "globalrank"))
+        m._names_nodes = any(NODES.search(w) for w in words) or names_match(
+            NODES, ("nnodes", "num_nodes", "node_rank", "slurm_nodeid", "group_rank"))
         m._tells_nodes = bool(local and global_) or m._names_nodes
     return m._tells_nodes
 

@@ -7,7 +7,20 @@ import ast
 from itertools import chain
 from operator import attrgetter
 
-from ..program import COLLECTIVES, LOG_NAMES, calls_in, dotted, is_const, keyword, last_name, names_in, unparse, walk
+from ..program import (
+    _LAYOUT,
+    COLLECTIVES,
+    LOG_NAMES,
+    SCOPE_TYPES,
+    calls_in,
+    dotted,
+    is_const,
+    keyword,
+    last_name,
+    names_in,
+    unparse,
+    walk,
+)
 
 RULES = {
     "DDP011": ("collective-in-rank-branch", "{detail} inside a branch that only some ranks take: the others "
@@ -325,8 +338,8 @@ def helper_syncs(m, call, busy=frozenset()):
         return True
     if not hasattr(m, "_helper_syncs"):
         m._helper_syncs = {}  # (name, the constants the call passes) -> answer: each helper read once per shape
-    key = (name, tuple((p, passed_constant(fn, call, p).value) for fn in defs for p in parameters(fn)
-                       if passed_constant(fn, call, p) is not None))
+    key = (name, tuple((p, passed.value) for fn in defs for p in parameters(fn)
+                       if (passed := passed_constant(fn, call, p)) is not None))
     if key in busy:
         return False  # the helper calling itself alike adds no collective of its own (its other calls are read)
     if len(busy) >= HELPER_DEPTH:
@@ -346,7 +359,7 @@ def parameters(fn):
 def reaches_collective(m, defs, call, busy):
     """helper_syncs for the definitions of one helper, read without the memory."""
     for fn in defs:
-        for site in m.scope_nodes(fn):
+        for site in collective_sites(m, fn):
             if not isinstance(site, ast.Call) or not (m.is_collective(site) or last_name(site) in
                                                      m.collective_functions):
                 continue
@@ -356,6 +369,29 @@ def reaches_collective(m, defs, call, busy):
                     helper_syncs(m, site, busy):
                 return True
     return False
+
+
+def collective_sites(m, fn):
+    """The calls of fn (not of functions inside it) that reaches_collective reads (a collective, or a call of
+    m.collective_functions), in the order of m.scope_nodes(fn): the same walk, entering only the nodes that
+    hold such a call (m.holders), so that the nodes of every helper need not be listed."""
+    holding = getattr(m, "_collective_holders", None)
+    if holding is None:
+        holding = m._collective_holders = m.holders(
+            [c for name in (m.collective_functions | COLLECTIVES) & m.calls_named.keys() for c in m.calls_named[name]
+             if name in m.collective_functions or m.is_collective(c)])
+    found, todo = [], [fn] if fn in holding else []
+    while todo:
+        node = todo.pop()
+        for field, _ in _LAYOUT[type(node)]:
+            value = getattr(node, field)
+            for child in value if type(value) is list else [value]:
+                if child in holding:
+                    if type(child) is ast.Call:
+                        found.append(child)
+                    if type(child) not in SCOPE_TYPES:
+                        todo.append(child)
+    return found
 
 
 def reached(m, fn, call, site):
