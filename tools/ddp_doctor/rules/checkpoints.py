@@ -163,19 +163,22 @@ def unguarded_calls_skip(m, call):
     reads a helper's collectives). Not for a function mp.spawn starts, nor one a file of the folder imports
     (`from train import save_checkpoint`): calls the doctor cannot read."""
     fn = m.scope(call)
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
-            fn.name in getattr(m.folder_call_names, "imported", frozenset()):
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
-    if any(isinstance(a, ast.Name) and a.id == fn.name for c in m.named_calls("spawn", "start_processes", "Process")
-           for a in [*c.args, *(k.value for k in c.keywords)]):
-        return False
-    unguarded = []
-    for site in m.named_calls(fn.name):
-        scope = m.scope(site)
-        caller = None if scope is None else getattr(scope, "name", "")
-        if (caller is None or caller in m.unguarded_functions) and not m.locally_guarded(site):
-            unguarded.append(site)
-    return bool(unguarded) and not any(reached(m, fn, site, call) for site in unguarded)
+    if not hasattr(m, "_unguarded_calls"):  # function name -> its unguarded calls (None: unreadable), read once
+        m._unguarded_calls = {a.id: None for c in m.named_calls("spawn", "start_processes", "Process")
+                              for a in [*c.args, *(k.value for k in c.keywords)] if isinstance(a, ast.Name)}
+        m._unguarded_calls.update((n, None) for n in getattr(m.folder_call_names, "imported", ()))
+    if fn.name not in m._unguarded_calls:
+        unguarded = []
+        for site in m.named_calls(fn.name):
+            scope = m.scope(site)
+            caller = None if scope is None else getattr(scope, "name", "")
+            if (caller is None or caller in m.unguarded_functions) and not m.locally_guarded(site):
+                unguarded.append(site)
+        m._unguarded_calls[fn.name] = unguarded
+    unguarded = m._unguarded_calls[fn.name]
+    return bool(unguarded) and not any(reached(m, fn, site, call) for site in unguarded)  # (None: False)
 
 
 IN_MEMORY = {"BytesIO", "StringIO"}
