@@ -8,7 +8,7 @@ import re
 from operator import attrgetter
 
 from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions, unparse, walk
-from .sync import reached
+from .sync import parameters, passed_constant, reached
 
 RULES = {
     "DDP005": ("unguarded-save", "torch.save() runs on every rank: guard it with `if rank == 0:`",
@@ -165,20 +165,24 @@ def unguarded_calls_skip(m, call):
     fn = m.scope(call)
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
-    if not hasattr(m, "_unguarded_calls"):  # function name -> its unguarded calls (None: unreadable), read once
-        m._unguarded_calls = {a.id: None for c in m.named_calls("spawn", "start_processes", "Process")
-                              for a in [*c.args, *(k.value for k in c.keywords)] if isinstance(a, ast.Name)}
-        m._unguarded_calls.update((n, None) for n in getattr(m.folder_call_names, "imported", ()))
-    if fn.name not in m._unguarded_calls:
-        unguarded = []
+    if not hasattr(m, "_unguarded_calls"):  # function -> one unguarded call per set of constants, read once
+        m._unguarded_calls = {}
+        m._unreadable_calls = {a.id for c in m.named_calls("spawn", "start_processes", "Process")  # mp.spawn(f)
+                               for a in [*c.args, *(k.value for k in c.keywords)] if isinstance(a, ast.Name)}
+        m._unreadable_calls |= set(getattr(m.folder_call_names, "imported", ()))
+    if fn.name in m._unreadable_calls:
+        return False
+    if fn not in m._unguarded_calls:
+        unguarded = {}  # calls that pass the same constants answer alike
         for site in m.named_calls(fn.name):
             scope = m.scope(site)
             caller = None if scope is None else getattr(scope, "name", "")
             if (caller is None or caller in m.unguarded_functions) and not m.locally_guarded(site):
-                unguarded.append(site)
-        m._unguarded_calls[fn.name] = unguarded
-    unguarded = m._unguarded_calls[fn.name]
-    return bool(unguarded) and not any(reached(m, fn, site, call) for site in unguarded)  # (None: False)
+                passed = [passed_constant(fn, site, p) for p in parameters(fn)]
+                unguarded.setdefault(tuple(None if c is None else repr(c.value) for c in passed), site)
+        m._unguarded_calls[fn] = list(unguarded.values())
+    unguarded = m._unguarded_calls[fn]
+    return bool(unguarded) and not any(reached(m, fn, site, call) for site in unguarded)
 
 
 IN_MEMORY = {"BytesIO", "StringIO"}
