@@ -834,3 +834,30 @@ def test_a_sampler_over_a_dataset_shuffled_each_epoch_repeats_nothing():
         repeated = shuffled.replace(*change)
         found = [(f.line, f.code) for f in ddp_doctor.check_source(repeated, "t.py")]
         assert [code for _, code in found] == ["DDP002"], (change, found)
+
+
+# dfix19a: DDP005 reads a save helper with the constant arguments of its unguarded calls
+
+
+def test_a_save_helper_is_read_with_the_constants_of_its_unguarded_calls():
+    """A save under the `elif` of `if save_cur:` is silent when the only call outside a rank test passes
+    save_cur=True (by keyword, or by position), and fires when that call passes a variable, or when another file
+    of the folder imports the helper (calls the doctor cannot read); the save_cur branch fires either way."""
+    src = ("import torch\nimport torch.distributed as dist\n\n\n"
+           "def save_checkpoint(model, epoch, save_cur=False):\n"
+           "    if save_cur:\n        torch.save(model.weight.detach().cpu(), 'last.pt')\n"
+           "    elif epoch % 2 == 0:\n        torch.save(model.weight.detach().cpu(), 'w.pt')\n\n\n"
+           "def main(final):\n    dist.init_process_group('gloo')\n    model = torch.nn.Linear(4, 2)\n"
+           "    if dist.get_rank() == 0:\n        save_checkpoint(model, 2)\n    {}\n\n\n"
+           "if __name__ == '__main__':\n    main(True)\n")
+
+    def found(call, folder=None):
+        return sorted((f.line, f.code) for f in ddp_doctor.check_source(src.format(call), "t.py", folder=folder))
+
+    assert found("save_checkpoint(model, 'last', save_cur=True)") == [(7, "DDP005")]
+    assert found("save_checkpoint(model, 'last', True)") == [(7, "DDP005")]
+    assert found("save_checkpoint(model, 'last', final)") == [(7, "DDP005"), (9, "DDP005")]
+    assert found("save_checkpoint(model, 'last')") == [(9, "DDP005")]
+    imported = ddp_doctor.driver.FolderFacts({"save_checkpoint"})
+    imported.imported = frozenset({"save_checkpoint"})
+    assert found("save_checkpoint(model, 'last', save_cur=True)", imported) == [(7, "DDP005"), (9, "DDP005")]

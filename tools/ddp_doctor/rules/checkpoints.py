@@ -8,6 +8,7 @@ import re
 from operator import attrgetter
 
 from ..program import calls_in, dotted, is_const, keyword, last_name, text_mentions, unparse, walk
+from .sync import parameters, passed_constant, reached
 
 RULES = {
     "DDP005": ("unguarded-save", "torch.save() runs on every rank: guard it with `if rank == 0:`",
@@ -15,7 +16,10 @@ RULES = {
                "of them, or a file cut short when one process replaces another's half-written copy.",
                "if dist.get_rank() == 0: save ...; then dist.barrier() so nobody reads it too early. "
                "Conservative: a save inside a function counts as guarded when every call of that function "
-               "in the file is guarded, or when the file never calls it. In a file that forms the group "
+               "in the file is guarded, or when the file never calls it, or when its unguarded calls all pass "
+               "constants that skip the save (`save_cur=True` for a save under the `elif` of `if save_cur:`; "
+               "`if p:`, `if not p:`, p given True, False or None by keyword, by position or by its default: a "
+               "helper read with its call's arguments, as for DDP011). In a file that forms the group "
                "(init_process_group), silent in a function that runs in one process: one the file reaches only "
                "from points that no group-forming call precedes (a command of the dispatch beside `train`, in "
                "another `elif`). A guard is a test that names a rank, or a name assigned from one (self.X set in "
@@ -144,9 +148,41 @@ def rule_unguarded_save(m):
         return
     for call in m.named_calls("save"):
         if dotted(call.func) == "torch.save" and not m.guarded(call) and not names_rank(m, call) and \
-                not m.outside_group(call) and not unique_per_process(m, call) and not saves_to_memory(m, call):
+                not m.outside_group(call) and not unique_per_process(m, call) and not saves_to_memory(m, call) \
+                and not unguarded_calls_skip(m, call):
             yield call, "DDP005", ""  # (a path that names the rank, or is new in each process: a file per rank;
-            # before the group forms: one process; into an io.BytesIO: no file)
+            # before the group forms: one process; into an io.BytesIO: no file; a branch that only the
+            # guarded calls of its function take)
+
+
+def unguarded_calls_skip(m, call):
+    """Whether a save in a function that some rank-unguarded path calls (m.unguarded_functions) is reached only
+    from its guarded calls: every call of the function from module level or from another such function, outside
+    a rank test, passes constants that make the save's branch false (`if p:`, its `elif` / `else`, `if not p:`,
+    p a parameter given True, False or None by keyword, by position or by its default: sync.reached, as DDP011
+    reads a helper's collectives). Not for a function mp.spawn starts, nor one a file of the folder imports
+    (`from train import save_checkpoint`): calls the doctor cannot read."""
+    fn = m.scope(call)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    if not hasattr(m, "_unguarded_calls"):  # function -> one unguarded call per set of constants, read once
+        m._unguarded_calls = {}
+        m._unreadable_calls = {a.id for c in m.named_calls("spawn", "start_processes", "Process")  # mp.spawn(f)
+                               for a in [*c.args, *(k.value for k in c.keywords)] if isinstance(a, ast.Name)}
+        m._unreadable_calls |= set(getattr(m.folder_call_names, "imported", ()))
+    if fn.name in m._unreadable_calls:
+        return False
+    if fn not in m._unguarded_calls:
+        unguarded = {}  # calls that pass the same constants answer alike
+        for site in m.named_calls(fn.name):
+            scope = m.scope(site)
+            caller = None if scope is None else getattr(scope, "name", "")
+            if (caller is None or caller in m.unguarded_functions) and not m.locally_guarded(site):
+                passed = [passed_constant(fn, site, p) for p in parameters(fn)]
+                unguarded.setdefault(tuple(None if c is None else repr(c.value) for c in passed), site)
+        m._unguarded_calls[fn] = list(unguarded.values())
+    unguarded = m._unguarded_calls[fn]
+    return bool(unguarded) and not any(reached(m, fn, site, call) for site in unguarded)
 
 
 IN_MEMORY = {"BytesIO", "StringIO"}
