@@ -571,6 +571,8 @@ def rule_resume_repeats_epoch(m):
             continue  # a log line's dict(epoch=epoch, ...) is not the checkpoint
         if isinstance(node, (ast.Dict, ast.Call)) and mid_epoch_position(m, node, epoch_loops):
             continue  # saved inside the epoch, with where in it to restart: the epoch in progress, not a finished one
+        if isinstance(node, (ast.Dict, ast.Call)) and saved_before_training(m, node, epoch_loops):
+            continue  # saved at the top of the epoch, before it trains: the epoch stored has not run yet
         if isinstance(node, ast.Dict):
             stored |= {k.value for k, v in zip(node.keys, node.values) if epoch_key(k) and finished_epoch(v)}
         elif isinstance(node, ast.Call) and dotted(node.func) == "dict":
@@ -622,6 +624,65 @@ def mid_epoch_position(m, node, epoch_loops):
         items = [(k.arg or "", k.value) for k in node.keywords]
     return any(isinstance(v, ast.Name) and v.id in names or (
         isinstance(key, str) and POSITION.search(key) and not re.search("epoch", key, re.I)) for key, v in items)
+
+
+TRAINS = re.compile(r"backward|step|train\w*|fit|\w*_epoch|epoch_\w*", re.I)
+
+
+def trains(stmts):
+    """Whether these statements train: a loop (a batch loop), or a call of backward, step, train..., fit or
+    ..._epoch (not set_epoch, and not a bare `model.train()`, which only sets a mode)."""
+    for stmt in stmts:
+        for n in walk(stmt):
+            if isinstance(n, (ast.For, ast.AsyncFor, ast.While)):
+                return True
+            if isinstance(n, ast.Call):
+                name = last_name(n)
+                if name == "set_epoch" or name == "train" and not n.args and not n.keywords:
+                    continue
+                if name and TRAINS.fullmatch(name):
+                    return True
+    return False
+
+
+def saved_before_training(m, node, epoch_loops):
+    """Whether a saved dict is written at the top of the epoch loop, before the epoch trains: the dict is in a
+    statement of the loop's body (or in a function, outside any loop of it, that the epoch loop calls there, and
+    elsewhere only once training is over, after an epoch loop: the final save), no statement ahead of it in the
+    loop's body trains (no loop, no backward/step/train call), and one after it does. Such a checkpoint holds the
+    previous epoch's finished state under the number of the epoch that has not run yet: restarting at that number
+    repeats nothing."""
+    child, parent = node, m.parent.get(node)
+    while parent is not None and parent not in epoch_loops:
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)) and child is not getattr(parent, "iter", None):
+            return False  # in an inner loop: mid-epoch, judged by mid_epoch_position
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)):
+            break
+        child, parent = parent, m.parent.get(parent)
+    if parent in epoch_loops:
+        sites = [child]
+    elif isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        sites = [c for c in m.calls_named.get(parent.name, []) if isinstance(c.func, ast.Name) or (
+            isinstance(c.func, ast.Attribute) and dotted(c.func.value) == "self")]
+    else:
+        return False
+    in_loop = False
+    for site in sites:
+        stmt, loop = site, m.parent.get(site)
+        while loop is not None and loop not in epoch_loops:
+            stmt, loop = loop, m.parent.get(loop)
+        if loop is None:  # outside every epoch loop: only the final save, after an epoch loop of its function
+            scope = m.scope(site)
+            if not any(m.scope(e) is scope and e.end_lineno < site.lineno for e in epoch_loops):
+                return False
+            continue
+        if stmt not in loop.body:
+            return False
+        in_loop = True
+        at = loop.body.index(stmt)
+        if trains(loop.body[:at]) or not trains(loop.body[at + 1:]):
+            return False
+    return in_loop
 
 
 def called_in_epoch_loop(m, fn):
