@@ -293,7 +293,7 @@ def rule_load_without_map_location(m):
         if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2 and \
                 not m.locally_guarded(call) and not m.outside_group(call) and not other_branch_maps(m, call) and \
                 not names_rank(m, call) and not m.behind_unset_flag(call) and not loads_cpu_files(m, call) and \
-                loads_own_gpu_save(m, call):
+                loads_own_gpu_save(m, call) and not restores_scheduler_only(m, call):
             yield call, "DDP008", ""  # (a load that one rank does, or that runs before the group forms, is fine)
 
 
@@ -414,6 +414,109 @@ def loads_own_gpu_save(m, call):
     if key is not None and isinstance(key, ast.Constant) and key.value in keys:
         return True
     return _owned(target, owners)
+
+
+SCHEDULER_BUILDER = re.compile(r"lr_scheduler\.\w+|\w*(?:LR|Scheduler|_schedule\w*|_scheduler)", re.I)
+
+
+def is_scheduler(m, obj):
+    """Whether an object is an LR scheduler: named *sched*, or bound (`x = ...`, `self.x = ...`) in the file to a
+    call of torch.optim.lr_scheduler.* or of a scheduler factory (ExponentialLR, get_cosine_schedule_with_warmup,
+    create_scheduler)."""
+    name = dotted(obj)
+    if not name:
+        return False
+    if re.search("sched", name.split(".")[-1], re.I):
+        return True
+    for scope in [None, *m.functions_flat()]:
+        for target, value in m.assignments(scope):
+            if target == name and isinstance(value, ast.Call) and SCHEDULER_BUILDER.fullmatch(dotted(value.func)
+                                                                                             .split("torch.optim.")[-1]):
+                return True
+    return False
+
+
+COUNTER = re.compile(r"epoch|step|iter|itr|count|idx|index|num", re.I)
+
+
+def plain_number(expr):
+    """A value that holds no tensor: a constant, a counter's name or attribute (epoch, self.global_step), or
+    arithmetic of them."""
+    if isinstance(expr, ast.Constant):
+        return True
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        return bool(COUNTER.search(dotted(expr).split(".")[-1]))
+    if isinstance(expr, ast.BinOp):
+        return plain_number(expr.left) and plain_number(expr.right)
+    if isinstance(expr, ast.UnaryOp):
+        return plain_number(expr.operand)
+    return False
+
+
+def restores_scheduler_only(m, call):
+    """Whether a load's value is used only to restore LR schedulers (`sched.load_state_dict(torch.load(p))`, or `d =
+    torch.load(p)` then only `sched.load_state_dict(d["key"])` until d is bound again), and the file holds no
+    tensor as far as the program writes it: every saved dict that stores one of the keys read holds only
+    scheduler state_dicts and plain numbers (`{"epoch": epoch, "scheduler_state_dict": sched.state_dict()}`), and
+    there is at least one such dict in this file. A scheduler's state_dict holds numbers: map_location has nothing
+    to map. A load that also restores an optimizer or a model, or reads any other way, is not this."""
+    feeds = m.parent.get(call)
+    uses = []  # (key or None, the load_state_dict call)
+    if isinstance(feeds, ast.Subscript) and isinstance(feeds.slice, ast.Constant):
+        uses.append((feeds.slice.value, m.parent.get(feeds), feeds))
+    elif isinstance(feeds, ast.Call) and call in feeds.args:
+        uses.append((None, feeds, call))
+    elif isinstance(feeds, ast.Assign) and len(feeds.targets) == 1 and isinstance(feeds.targets[0], ast.Name):
+        name, scope = feeds.targets[0].id, m.scope(call)
+        later = [a for a in m.statements(scope) if isinstance(a, ast.Assign) and a.lineno > feeds.lineno and any(
+            isinstance(n, ast.Name) and n.id == name for t in a.targets for n in walk(t))]
+        end = min([a.lineno for a in later], default=float("inf"))
+        for stmt in m.statements(scope):
+            if not feeds.end_lineno < stmt.lineno <= end or isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for n in walk(stmt):
+                if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load):
+                    up = m.parent.get(n)
+                    if isinstance(up, ast.Subscript) and up.value is n and isinstance(up.slice, ast.Constant):
+                        uses.append((up.slice.value, m.parent.get(up), up))
+                    else:
+                        uses.append((None, up, n))
+    if not uses:
+        return False
+    for _key, user, arg in uses:
+        if not (isinstance(user, ast.Call) and last_name(user) == "load_state_dict" and
+                isinstance(user.func, ast.Attribute) and user.args and user.args[0] is arg and
+                is_scheduler(m, user.func.value)):
+            return False
+    keys = {key for key, _, _ in uses}
+    if None in keys:  # the whole file is a state_dict: each save to the same path saves a scheduler's state_dict
+        path = call.args[0] if call.args else keyword(call, "f")
+        texts = set(path_texts(m, m.scope(call), path))
+        names = {n for t in texts for n in FILE_NAME.findall(t)}
+
+        def same_file(save):
+            written = set(path_texts(m, m.scope(save), save.args[1]))
+            return bool(texts & written) or any(same_file_name(a, n) for a in names
+                                                for t in written for n in FILE_NAME.findall(t))
+        same = [c for c in m.named_calls("save") if dotted(c.func) == "torch.save" and len(c.args) > 1 and
+                same_file(c)]
+        return bool(same) and all(isinstance(c.args[0], ast.Call) and last_name(c.args[0]) == "state_dict" and
+                                  isinstance(c.args[0].func, ast.Attribute) and
+                                  is_scheduler(m, c.args[0].func.value) for c in same)
+    holders = [d for d in saved_values(m) if isinstance(d, ast.Dict) and any(
+        isinstance(k, ast.Constant) and k.value in keys for k in d.keys)]
+    if not holders:
+        return False
+    for d in holders:
+        for k, v in zip(d.keys, d.values):
+            if k is None:
+                return False  # {**other}
+            if isinstance(v, ast.Call) and last_name(v) == "state_dict" and isinstance(v.func, ast.Attribute) and \
+                    is_scheduler(m, v.func.value):
+                continue
+            if not plain_number(v):
+                return False
+    return True
 
 
 def _owned(target, owners):
