@@ -672,16 +672,19 @@ def rule_resume_repeats_epoch(m):
     for node in m.of_type(ast.Dict, ast.Call, ast.Assign):
         if node not in saved:
             continue  # a log line's dict(epoch=epoch, ...) is not the checkpoint
-        if isinstance(node, (ast.Dict, ast.Call)) and mid_epoch_position(m, node, epoch_loops):
-            continue  # saved inside the epoch, with where in it to restart: the epoch in progress, not a finished one
-        if isinstance(node, (ast.Dict, ast.Call)) and saved_before_training(m, node, epoch_loops):
-            continue  # saved at the top of the epoch, before it trains: the epoch stored has not run yet
         if isinstance(node, ast.Dict):
-            stored |= {k.value for k, v in zip(node.keys, node.values) if epoch_key(k) and finished_epoch(v)}
+            keys = {k.value for k, v in zip(node.keys, node.values) if epoch_key(k) and finished_epoch(v)}
         elif isinstance(node, ast.Call) and dotted(node.func) == "dict":
-            stored |= {k.arg for k in node.keywords if k.arg and epochish.search(k.arg) and finished_epoch(k.value)}
+            keys = {k.arg for k in node.keywords if k.arg and epochish.search(k.arg) and finished_epoch(k.value)}
         elif isinstance(node, ast.Assign) and finished_epoch(node.value):
-            stored |= {t.slice.value for t in node.targets if isinstance(t, ast.Subscript) and epoch_key(t.slice)}
+            keys = {t.slice.value for t in node.targets if isinstance(t, ast.Subscript) and epoch_key(t.slice)}
+        else:
+            continue
+        if keys and isinstance(node, (ast.Dict, ast.Call)) and (
+                mid_epoch_position(m, node, epoch_loops) or saved_before_training(m, node, epoch_loops)):
+            continue  # saved inside the epoch, with where in it to restart (the epoch in progress), or at the top of
+            # the epoch, before it trains (the epoch that has not run yet): not a finished epoch
+        stored |= keys
     if not stored:
         return
 
