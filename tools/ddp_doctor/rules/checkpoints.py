@@ -293,7 +293,7 @@ def rule_load_without_map_location(m):
         if m.is_distributed and keyword(call, "map_location") is None and len(call.args) < 2 and \
                 not m.locally_guarded(call) and not m.outside_group(call) and not other_branch_maps(m, call) and \
                 not names_rank(m, call) and not m.behind_unset_flag(call) and not loads_cpu_files(m, call) and \
-                loads_own_gpu_save(m, call):
+                loads_own_gpu_save(m, call) and not restores_scheduler_only(m, call):
             yield call, "DDP008", ""  # (a load that one rank does, or that runs before the group forms, is fine)
 
 
@@ -414,6 +414,109 @@ def loads_own_gpu_save(m, call):
     if key is not None and isinstance(key, ast.Constant) and key.value in keys:
         return True
     return _owned(target, owners)
+
+
+SCHEDULER_BUILDER = re.compile(r"lr_scheduler\.\w+|\w*(?:LR|Scheduler|_schedule\w*|_scheduler)", re.I)
+
+
+def is_scheduler(m, obj):
+    """Whether an object is an LR scheduler: named *sched*, or bound (`x = ...`, `self.x = ...`) in the file to a
+    call of torch.optim.lr_scheduler.* or of a scheduler factory (ExponentialLR, get_cosine_schedule_with_warmup,
+    create_scheduler)."""
+    name = dotted(obj)
+    if not name:
+        return False
+    if re.search("sched", name.split(".")[-1], re.I):
+        return True
+    for scope in [None, *m.functions_flat()]:
+        for target, value in m.assignments(scope):
+            if target == name and isinstance(value, ast.Call) and SCHEDULER_BUILDER.fullmatch(dotted(value.func)
+                                                                                             .split("torch.optim.")[-1]):
+                return True
+    return False
+
+
+COUNTER = re.compile(r"epoch|step|iter|itr|count|idx|index|num", re.I)
+
+
+def plain_number(expr):
+    """A value that holds no tensor: a constant, a counter's name or attribute (epoch, self.global_step), or
+    arithmetic of them."""
+    if isinstance(expr, ast.Constant):
+        return True
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        return bool(COUNTER.search(dotted(expr).split(".")[-1]))
+    if isinstance(expr, ast.BinOp):
+        return plain_number(expr.left) and plain_number(expr.right)
+    if isinstance(expr, ast.UnaryOp):
+        return plain_number(expr.operand)
+    return False
+
+
+def restores_scheduler_only(m, call):
+    """Whether a load's value is used only to restore LR schedulers (`sched.load_state_dict(torch.load(p))`, or `d =
+    torch.load(p)` then only `sched.load_state_dict(d["key"])` until d is bound again), and the file holds no
+    tensor as far as the program writes it: every saved dict that stores one of the keys read holds only
+    scheduler state_dicts and plain numbers (`{"epoch": epoch, "scheduler_state_dict": sched.state_dict()}`), and
+    there is at least one such dict in this file. A scheduler's state_dict holds numbers: map_location has nothing
+    to map. A load that also restores an optimizer or a model, or reads any other way, is not this."""
+    feeds = m.parent.get(call)
+    uses = []  # (key or None, the load_state_dict call)
+    if isinstance(feeds, ast.Subscript) and isinstance(feeds.slice, ast.Constant):
+        uses.append((feeds.slice.value, m.parent.get(feeds), feeds))
+    elif isinstance(feeds, ast.Call) and call in feeds.args:
+        uses.append((None, feeds, call))
+    elif isinstance(feeds, ast.Assign) and len(feeds.targets) == 1 and isinstance(feeds.targets[0], ast.Name):
+        name, scope = feeds.targets[0].id, m.scope(call)
+        later = [a for a in m.statements(scope) if isinstance(a, ast.Assign) and a.lineno > feeds.lineno and any(
+            isinstance(n, ast.Name) and n.id == name for t in a.targets for n in walk(t))]
+        end = min([a.lineno for a in later], default=float("inf"))
+        for stmt in m.statements(scope):
+            if not feeds.end_lineno < stmt.lineno <= end or isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for n in walk(stmt):
+                if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load):
+                    up = m.parent.get(n)
+                    if isinstance(up, ast.Subscript) and up.value is n and isinstance(up.slice, ast.Constant):
+                        uses.append((up.slice.value, m.parent.get(up), up))
+                    else:
+                        uses.append((None, up, n))
+    if not uses:
+        return False
+    for _key, user, arg in uses:
+        if not (isinstance(user, ast.Call) and last_name(user) == "load_state_dict" and
+                isinstance(user.func, ast.Attribute) and user.args and user.args[0] is arg and
+                is_scheduler(m, user.func.value)):
+            return False
+    keys = {key for key, _, _ in uses}
+    if None in keys:  # the whole file is a state_dict: each save to the same path saves a scheduler's state_dict
+        path = call.args[0] if call.args else keyword(call, "f")
+        texts = set(path_texts(m, m.scope(call), path))
+        names = {n for t in texts for n in FILE_NAME.findall(t)}
+
+        def same_file(save):
+            written = set(path_texts(m, m.scope(save), save.args[1]))
+            return bool(texts & written) or any(same_file_name(a, n) for a in names
+                                                for t in written for n in FILE_NAME.findall(t))
+        same = [c for c in m.named_calls("save") if dotted(c.func) == "torch.save" and len(c.args) > 1 and
+                same_file(c)]
+        return bool(same) and all(isinstance(c.args[0], ast.Call) and last_name(c.args[0]) == "state_dict" and
+                                  isinstance(c.args[0].func, ast.Attribute) and
+                                  is_scheduler(m, c.args[0].func.value) for c in same)
+    holders = [d for d in saved_values(m) if isinstance(d, ast.Dict) and any(
+        isinstance(k, ast.Constant) and k.value in keys for k in d.keys)]
+    if not holders:
+        return False
+    for d in holders:
+        for k, v in zip(d.keys, d.values):
+            if k is None:
+                return False  # {**other}
+            if isinstance(v, ast.Call) and last_name(v) == "state_dict" and isinstance(v.func, ast.Attribute) and \
+                    is_scheduler(m, v.func.value):
+                continue
+            if not plain_number(v):
+                return False
+    return True
 
 
 def _owned(target, owners):
@@ -569,14 +672,19 @@ def rule_resume_repeats_epoch(m):
     for node in m.of_type(ast.Dict, ast.Call, ast.Assign):
         if node not in saved:
             continue  # a log line's dict(epoch=epoch, ...) is not the checkpoint
-        if isinstance(node, (ast.Dict, ast.Call)) and mid_epoch_position(m, node, epoch_loops):
-            continue  # saved inside the epoch, with where in it to restart: the epoch in progress, not a finished one
         if isinstance(node, ast.Dict):
-            stored |= {k.value for k, v in zip(node.keys, node.values) if epoch_key(k) and finished_epoch(v)}
+            keys = {k.value for k, v in zip(node.keys, node.values) if epoch_key(k) and finished_epoch(v)}
         elif isinstance(node, ast.Call) and dotted(node.func) == "dict":
-            stored |= {k.arg for k in node.keywords if k.arg and epochish.search(k.arg) and finished_epoch(k.value)}
+            keys = {k.arg for k in node.keywords if k.arg and epochish.search(k.arg) and finished_epoch(k.value)}
         elif isinstance(node, ast.Assign) and finished_epoch(node.value):
-            stored |= {t.slice.value for t in node.targets if isinstance(t, ast.Subscript) and epoch_key(t.slice)}
+            keys = {t.slice.value for t in node.targets if isinstance(t, ast.Subscript) and epoch_key(t.slice)}
+        else:
+            continue
+        if keys and isinstance(node, (ast.Dict, ast.Call)) and (
+                mid_epoch_position(m, node, epoch_loops) or saved_before_training(m, node, epoch_loops)):
+            continue  # saved inside the epoch, with where in it to restart (the epoch in progress), or at the top of
+            # the epoch, before it trains (the epoch that has not run yet): not a finished epoch
+        stored |= keys
     if not stored:
         return
 
@@ -622,6 +730,65 @@ def mid_epoch_position(m, node, epoch_loops):
         items = [(k.arg or "", k.value) for k in node.keywords]
     return any(isinstance(v, ast.Name) and v.id in names or (
         isinstance(key, str) and POSITION.search(key) and not re.search("epoch", key, re.I)) for key, v in items)
+
+
+TRAINS = re.compile(r"backward|step|train\w*|fit|\w*_epoch|epoch_\w*", re.I)
+
+
+def trains(stmts):
+    """Whether these statements train: a loop (a batch loop), or a call of backward, step, train..., fit or
+    ..._epoch (not set_epoch, and not a bare `model.train()`, which only sets a mode)."""
+    for stmt in stmts:
+        for n in walk(stmt):
+            if isinstance(n, (ast.For, ast.AsyncFor, ast.While)):
+                return True
+            if isinstance(n, ast.Call):
+                name = last_name(n)
+                if name == "set_epoch" or name == "train" and not n.args and not n.keywords:
+                    continue
+                if name and TRAINS.fullmatch(name):
+                    return True
+    return False
+
+
+def saved_before_training(m, node, epoch_loops):
+    """Whether a saved dict is written at the top of the epoch loop, before the epoch trains: the dict is in a
+    statement of the loop's body (or in a function, outside any loop of it, that the epoch loop calls there, and
+    elsewhere only once training is over, after an epoch loop: the final save), no statement ahead of it in the
+    loop's body trains (no loop, no backward/step/train call), and one after it does. Such a checkpoint holds the
+    previous epoch's finished state under the number of the epoch that has not run yet: restarting at that number
+    repeats nothing."""
+    child, parent = node, m.parent.get(node)
+    while parent is not None and parent not in epoch_loops:
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)) and child is not getattr(parent, "iter", None):
+            return False  # in an inner loop: mid-epoch, judged by mid_epoch_position
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)):
+            break
+        child, parent = parent, m.parent.get(parent)
+    if parent in epoch_loops:
+        sites = [child]
+    elif isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        sites = [c for c in m.calls_named.get(parent.name, []) if isinstance(c.func, ast.Name) or (
+            isinstance(c.func, ast.Attribute) and dotted(c.func.value) == "self")]
+    else:
+        return False
+    in_loop = False
+    for site in sites:
+        stmt, loop = site, m.parent.get(site)
+        while loop is not None and loop not in epoch_loops:
+            stmt, loop = loop, m.parent.get(loop)
+        if loop is None:  # outside every epoch loop: only the final save, after an epoch loop of its function
+            scope = m.scope(site)
+            if not any(m.scope(e) is scope and e.end_lineno < site.lineno for e in epoch_loops):
+                return False
+            continue
+        if stmt not in loop.body:
+            return False
+        in_loop = True
+        at = loop.body.index(stmt)
+        if trains(loop.body[:at]) or not trains(loop.body[at + 1:]):
+            return False
+    return in_loop
 
 
 def called_in_epoch_loop(m, fn):
