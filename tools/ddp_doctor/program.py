@@ -1302,7 +1302,9 @@ class Module:
         forming reaches. A function runs in the distributed part only if it forms the group itself before node
         (init_process_group, or a call of a function of the file that forms it), or if a call the file resolves
         (`f()`, `self.f()`) reaches it from a point that follows such a call, or from a function that does: the
-        `elif` beside `if command == "train": train()` does not follow it. Where the doctor cannot tell (a
+        `elif` beside `if command == "train": train()` does not follow it. A function handed to a call as a
+        callback (`tune.run(partial(trial, ...))`) runs where the function that hands it runs (_callback_call),
+        in the job if that function forms the group anywhere. Where the doctor cannot tell (a
         function the file never calls, or that it names otherwise: `mp.spawn(f)`, `obj.f()`, imported by a file
         of the folder), the function counts as distributed: today's answer."""
         if self.before_group(node):
