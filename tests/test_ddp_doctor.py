@@ -861,3 +861,33 @@ def test_a_save_helper_is_read_with_the_constants_of_its_unguarded_calls():
     imported = ddp_doctor.driver.FolderFacts({"save_checkpoint"})
     imported.imported = frozenset({"save_checkpoint"})
     assert found("save_checkpoint(model, 'last', save_cur=True)", imported) == [(7, "DDP005"), (9, "DDP005")]
+
+
+# dfix20b: a function handed to a call as a callback (tune.run(partial(trial, ...))) runs where its holder runs
+
+
+def test_a_callback_runs_where_the_function_that_hands_it_runs():
+    """trial, handed to tune.run by tune_setup, runs in the job only where tune_setup does: silent when only the
+    branch that does not tune starts the DDP workers; the load fires when the holder forms the group (even
+    after the hand-over: a callback may run later), when the holder also starts processes (mp.spawn: the doctor
+    cannot tell where the callback runs), and when trial is stored in a dict."""
+    src = ("import os\n\nimport torch\nimport torch.distributed as dist\nimport torch.multiprocessing as mp\n"
+           "from functools import partial\nfrom ray import tune\n"
+           "from torch.nn.parallel import DistributedDataParallel as DDP\n\n\n"
+           "def worker(rank, world_size):\n    dist.init_process_group('gloo', rank=rank, world_size=world_size)\n"
+           "    DDP(torch.nn.Linear(4, 2))\n\n\n"
+           "def trial(config):\n    model = torch.nn.Linear(4, 2).to('cuda')\n"
+           "    model.load_state_dict(torch.load('checkpoint'))\n"
+           "    torch.save(model.state_dict(), 'checkpoint.tmp')\n"
+           "    os.replace('checkpoint.tmp', 'checkpoint')\n\n\n"
+           "def tune_setup():\n    {}\n\n\n"
+           "if __name__ == '__main__':\n    tune_setup()\n    mp.spawn(worker, args=(2,), nprocs=2)\n")
+
+    def found(body):
+        return sorted((f.line, f.code) for f in ddp_doctor.check_source(src.format(body), "t.py"))
+
+    assert found("tune.run(partial(trial, data_path='d'))") == []
+    assert found("tune.run(tune.with_parameters(trial, data='d'))") == []
+    assert found("tune.run(trial)\n    dist.init_process_group('gloo')") == [(18, "DDP008")]
+    assert found("tune.run(partial(trial))\n    mp.spawn(worker, args=(2,), nprocs=2)") == [(18, "DDP008")]
+    assert found("tune.run({'f': trial})") == [(18, "DDP008")]

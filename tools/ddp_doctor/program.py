@@ -14,6 +14,8 @@ SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 SCOPE_TYPES = frozenset(SCOPES)
 BLOCKS = frozenset({"body", "orelse", "finalbody"})  # the fields that hold lists of statements
 LOOPS = frozenset({ast.For, ast.AsyncFor, ast.While})
+PROCESS_STARTERS = ("spawn", "start_processes", "Process", "Pool", "ProcessPoolExecutor", "submit", "launch",
+                    "elastic_launch", "apply_async", "map_async", "starmap", "remote", "Thread")  # a new process?
 OUTSIDE, UNKNOWN, DISTRIBUTED = 0, 1, 2  # where a function runs: before the group forms, cannot tell, in the job
 BRANCHES = frozenset({ast.If, ast.IfExp, ast.While})  # the nodes with a test, a body and an orelse
 LOG_NAMES = ("print", "info", "warning", "debug", "error", "log")  # the last names is_log_call accepts
@@ -1300,7 +1302,9 @@ class Module:
         forming reaches. A function runs in the distributed part only if it forms the group itself before node
         (init_process_group, or a call of a function of the file that forms it), or if a call the file resolves
         (`f()`, `self.f()`) reaches it from a point that follows such a call, or from a function that does: the
-        `elif` beside `if command == "train": train()` does not follow it. Where the doctor cannot tell (a
+        `elif` beside `if command == "train": train()` does not follow it. A function handed to a call as a
+        callback (`tune.run(partial(trial, ...))`) runs where the function that hands it runs (_callback_call),
+        in the job if that function forms the group anywhere. Where the doctor cannot tell (a
         function the file never calls, or that it names otherwise: `mp.spawn(f)`, `obj.f()`, imported by a file
         of the folder), the function counts as distributed: today's answer."""
         if self.before_group(node):
@@ -1331,10 +1335,16 @@ class Module:
             return self._group_status, self._group_points
         names = set(self.functions)
         resolved, unresolved = defaultdict(list), set()  # name -> its resolved calls; names used otherwise
+        handed = set()  # the calls that take a function of the file as an argument: a callback (below)
         for node in self.of_type(ast.Name):
             if node.id in names and not (isinstance(self.parent.get(node), ast.Call) and
                                          self.parent[node].func is node):
-                unresolved.add(node.id)  # mp.spawn(main), {"train": train}, Process(target=run)
+                call = self._callback_call(node)
+                if call is None:
+                    unresolved.add(node.id)  # mp.spawn(main), {"train": train}, Process(target=run)
+                else:
+                    resolved[node.id].append(call)
+                    handed.add(call)
         for node in self.of_type(ast.Attribute):
             if node.attr in names:
                 if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls") and \
@@ -1376,8 +1386,8 @@ class Module:
             if not self._switched_off(call, switches.get(last_name(call))):
                 points[self._function_of(call)].append(call)
         status = {name: UNKNOWN if name in unresolved else OUTSIDE for name in names}
-        after = {call: any(self._precedes(p, call) for p in points.get(self._function_of(call), ()))
-                 for calls in resolved.values() for call in calls}
+        after = {call: any(call in handed or self._precedes(p, call) for p in points.get(self._function_of(call), ()))
+                 for calls in resolved.values() for call in calls}  # a callback may run later: any point counts
         changed = True
         while changed:
             changed = False
@@ -1390,6 +1400,22 @@ class Module:
                         changed = True
         self._group_status, self._group_points = status, points
         return status, points
+
+    def _callback_call(self, name):
+        """The call that name (a function of the file) is handed to as an argument, `tune.run(partial(trial,
+        data_path=p))`, `tune.with_parameters(trial)`, `trainer.fit(step)`, when the function that holds that call
+        starts no process (mp.spawn, Process, Pool, start_processes, launch, submit): such a callback runs in the
+        holder's process, in the job only where the holder is (or forms the group itself). None for any other use
+        of the name (a dict, a keyword target=, a call that may start a process: the doctor cannot tell)."""
+        call = self.parent.get(name)
+        if isinstance(call, ast.keyword):
+            call = self.parent.get(call)
+        if not isinstance(call, ast.Call) or call.func is name or last_name(call) in PROCESS_STARTERS:
+            return None
+        holder = self._function_of(call)
+        if not hasattr(self, "_starting_holders"):
+            self._starting_holders = {self._function_of(c) for c in self.named_calls(*PROCESS_STARTERS)}
+        return None if holder in self._starting_holders else call
 
     def _group_switches(self):
         """name -> (parameter, its position) of each function of the file that forms the group only under `if
