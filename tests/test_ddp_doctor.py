@@ -891,3 +891,34 @@ def test_a_callback_runs_where_the_function_that_hands_it_runs():
     assert found("tune.run(trial)\n    dist.init_process_group('gloo')") == [(18, "DDP008")]
     assert found("tune.run(partial(trial))\n    mp.spawn(worker, args=(2,), nprocs=2)") == [(18, "DDP008")]
     assert found("tune.run({'f': trial})") == [(18, "DDP008")]
+
+
+# dfix21a: DDP018 only for an evaluation that passes over the whole set
+
+
+def test_padded_evaluation_read_only_as_a_stream_of_batches():
+    """A validation loader read only by next() (through iter(), itertools.cycle or an endless generator of the
+    file) sums no pass over the whole set: silent. A `for` over the loader, a call the doctor cannot read, a
+    `cycle` that is not itertools', or a generator that ends after one pass keeps the finding."""
+    src = ("import itertools\nimport torch.distributed as dist\n"
+           "from torch.utils.data import DataLoader, DistributedSampler\n{}\n\n"
+           "def train(model, val_set, steps):\n    sampler = DistributedSampler(val_set)\n"
+           "    val_loader = DataLoader(val_set, sampler=sampler)\n    {}\n"
+           "    for step in range(steps):\n        loss = model(next(stream))\n        dist.all_reduce(loss)\n")
+    cycle = "\ndef cycle_loader(dl):\n    while True:\n        for x in dl:\n            yield x\n"
+    once = "\ndef once(dl):\n    for x in dl:\n        yield x\n"
+
+    def found(helpers, read):
+        text = src.format(helpers, read)
+        line = text[:text.index("DistributedSampler(val_set)")].count("\n") + 1
+        return [(f.line - line, f.code) for f in ddp_doctor.check_source(text, "t.py")]
+
+    assert found("", "stream = iter(val_loader)") == []
+    assert found("", "stream = itertools.cycle(val_loader)") == []
+    assert found(cycle, "stream = cycle_loader(val_loader)") == []
+    assert found("from itertools import cycle", "stream = cycle(val_loader)") == []
+    assert found("", "stream = iter(val_loader)\n    print(sum(len(b) for b in val_loader))") == [(0, "DDP018")]
+    assert found("", "stream = iter(val_loader)\n    report(val_loader)") == [(0, "DDP018")]
+    assert found("", "stream = cycle(val_loader)") == [(0, "DDP018")]
+    assert found(once, "stream = once(val_loader)") == [(0, "DDP018")]
+    assert found("", "stream = iter(val_loader)\n    batches = list(stream)") == [(0, "DDP018")]

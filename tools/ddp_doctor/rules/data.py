@@ -58,7 +58,9 @@ RULES = {
                "val/test/eval that feeds a loader the script uses, without drop_last=True, in a file (and "
                "folder) that combines values over the ranks "
                "(a reduce, a sum over ranks) but gathers nothing, and never tests "
-               "len(...) % ... itself.",
+               "len(...) % ... itself; silent when every loader the sampler feeds is only read batch by batch, "
+               "never in one pass over the set: passed to itertools.cycle or to an endless generator of the file "
+               "(`while True: for x in loader: yield x`), or to iter() whose result only next() reads.",
                "05 · Rank-aware training"),
     "DDP022": ("workers-seeded-alike", "DataLoader workers seeded alike on every rank: {detail} on every rank, "
                "and no generator= or worker_init_fn, so worker k of every rank draws the same random augmentations",
@@ -523,7 +525,8 @@ def rule_padded_evaluation(m):
         if data is None or is_const(keyword(call, "drop_last"), True):
             continue
         sites = [call] if text_mentions(data, evalish) else helper_calls_on(m, call, data, evalish)
-        sites = [site for site in sites if feeds_used_loader(m, site)]
+        sites = [site for site in sites if feeds_used_loader(m, site) and
+                 not (site is call and streamed_only(m, call))]  # a stream of batches makes no full pass
         if not sites:
             continue
         if any("gather" in name for name in m.call_names | m.folder_call_names):
@@ -594,6 +597,75 @@ def used_within(m, call):
     return any(dotted(n) == name and isinstance(getattr(n, "ctx", None), ast.Load) and
                not isinstance(m.parent.get(n), ast.Compare) for n in walk(scope or m.tree)
                if isinstance(n, (ast.Name, ast.Attribute)))
+
+
+def streamed_only(m, sampler):
+    """Whether every loader a sampler feeds is read only batch by batch, never in one pass over the set: passed to
+    itertools.cycle or to an endless generator of the file (`while True: for x in loader: yield x`), or given
+    to iter() whose result only next() reads (`next(iter(loader))`, `it = iter(loader)` ... `next(it)`). Such
+    a stream sums no metric over the whole set. Any other read (a `for` over it, a call the doctor cannot
+    read, a return) keeps the finding."""
+    parent = m.parent.get(sampler)
+    if isinstance(parent, ast.keyword):
+        parent = m.parent.get(parent)
+    if isinstance(parent, ast.Call) and last_name(parent) == "DataLoader":
+        loaders = [parent]
+    elif isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+        name = parent.targets[0].id
+        loaders = [c for c in m.named_calls("DataLoader") if m.scope(c) == m.scope(sampler) and
+                   any(isinstance(a, ast.Name) and a.id == name for a in [*c.args, *(k.value for k in c.keywords)])]
+    else:
+        return False
+    return bool(loaders) and all(read_as_stream(m, loader) for loader in loaders)
+
+
+def read_as_stream(m, node, depth=0):
+    """Whether a loader (a call, or an expression that holds it) is read only through next(): see streamed_only."""
+    parent = m.parent.get(node)
+    if isinstance(parent, ast.Call) and node in parent.args:
+        if parent.args.index(node) == 0 and (last_name(parent) == "next" or endless_wrapper(m, parent, 0)):
+            return True  # next(it), cycle(loader), cycle_loader(loader)
+        if last_name(parent) == "iter" and depth < 3:
+            return read_as_stream(m, parent, depth + 1)  # iter(loader): what next() reads
+        if endless_wrapper(m, parent, parent.args.index(node)):
+            return True
+        return False
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.value is node) or depth >= 3:
+        return False
+    name = dotted(parent.targets[0])
+    if not name:
+        return False
+    area = m.tree if "." in name else (m.scope(parent) or m.tree)  # self.val_iter: read by other methods
+    reads = [n for n in walk(area) if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) == name and
+             isinstance(getattr(n, "ctx", None), ast.Load) and not isinstance(m.parent.get(n), ast.Compare)]
+    return bool(reads) and all(read_as_stream(m, n, depth + 1) for n in reads)
+
+
+def endless_wrapper(m, call, position):
+    """Whether call hands its argument at position to an endless stream: itertools.cycle, or a generator function
+    of this file that loops `while True:` (or `while 1:`) over that parameter and yields (`def cycle_loader(dl):
+    while True: for x in dl: yield x`). A function the doctor cannot read is not one."""
+    name = dotted(call.func)
+    if name == "itertools.cycle" or (name == "cycle" and position == 0 and any(
+            n.module == "itertools" and any(a.name == "cycle" and a.asname is None for a in n.names)
+            for n in m.of_type(ast.ImportFrom))):
+        return position == 0
+    if not isinstance(call.func, ast.Name):
+        return False
+    for fn in m.of_type(ast.FunctionDef):
+        if fn.name != call.func.id:
+            continue
+        params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+        if position >= len(params):
+            return False
+        for loop in walk(fn):
+            if isinstance(loop, ast.While) and isinstance(loop.test, ast.Constant) and loop.test.value in (True, 1):
+                if any(isinstance(inner, ast.For) and isinstance(inner.iter, ast.Name) and
+                       inner.iter.id == params[position] and any(isinstance(y, ast.Yield) for y in walk(inner))
+                       for inner in walk(loop)):
+                    return len([f for f in m.of_type(ast.FunctionDef) if f.name == fn.name]) == 1
+        return False
+    return False
 
 
 COMBINES = re.compile(r"reduce|dist_sum|sum_over|all_sum", re.I)  # calls that combine values over the ranks
