@@ -130,13 +130,15 @@ def losses_of_scope(m, scope):
     reduced = set()
     for c in reducers_in.get(scope, []):
         reduced |= names_in(c)
-    statements = m.statements(scope)
-    for n in statements:  # x = ... reduced ...: x is reduced too
-        if isinstance(n, ast.Assign) and n.value in holds_reducer:
+    accumulators = set()
+    for n in m.statements(scope):  # one pass over the scope's statements for both questions
+        kind = type(n)
+        if kind is ast.Assign and n.value in holds_reducer:  # x = ... reduced ...: x is reduced too
             for t in n.targets:
                 reduced |= names_in(t)
-    accumulators = {n.target.id for n in statements if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
-                    and any(last_name(c) == "item" and names_in(c) & losses for c in calls_in(n.value))}
+        elif kind is ast.AugAssign and type(n.target) is ast.Name and \
+                any(last_name(c) == "item" and names_in(c) & losses for c in calls_in(n.value)):
+            accumulators.add(n.target.id)  # total += loss.item()
     return losses, reduced, accumulators
 
 
