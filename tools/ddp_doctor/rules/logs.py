@@ -9,6 +9,7 @@ import re
 from ..program import (
     RANKISH,
     asks_how_launched,
+    calls_and_names,
     calls_in,
     is_batch_loop,
     keyword,
@@ -16,7 +17,6 @@ from ..program import (
     names_in,
     text_mentions,
     unparse,
-    walk,
 )
 
 RULES = {
@@ -110,12 +110,14 @@ def rule_unreduced_logged_loss(m):
             continue
         unreduced_losses, unreduced_sums = losses - reduced, accumulators - reduced
         for arg in [*call.args, *(k.value for k in call.keywords)]:
-            inside = list(walk(arg))  # one walk for the calls and the names
-            for c in inside:
-                if type(c) is ast.Call and last_name(c) == "item" and isinstance(c.func, ast.Attribute) and \
+            calls, names = calls_and_names(arg)  # one walk for the calls and the names
+            if not (names & unreduced_losses or names & unreduced_sums):
+                continue  # (most log lines of a file: no loss in them)
+            for c in calls:
+                if last_name(c) == "item" and isinstance(c.func, ast.Attribute) and \
                         isinstance(c.func.value, ast.Name) and c.func.value.id in unreduced_losses:
                     yield c, "DDP017", unparse(c)
-            for name in {n.id for n in inside if type(n) is ast.Name} & unreduced_sums:
+            for name in names & unreduced_sums:
                 yield arg, "DDP017", name
 
 
@@ -128,13 +130,15 @@ def losses_of_scope(m, scope):
     reduced = set()
     for c in reducers_in.get(scope, []):
         reduced |= names_in(c)
-    statements = m.statements(scope)
-    for n in statements:  # x = ... reduced ...: x is reduced too
-        if isinstance(n, ast.Assign) and n.value in holds_reducer:
+    accumulators = set()
+    for n in m.statements(scope):  # one pass over the scope's statements for both questions
+        kind = type(n)
+        if kind is ast.Assign and n.value in holds_reducer:  # x = ... reduced ...: x is reduced too
             for t in n.targets:
                 reduced |= names_in(t)
-    accumulators = {n.target.id for n in statements if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
-                    and any(last_name(c) == "item" and names_in(c) & losses for c in calls_in(n.value))}
+        elif kind is ast.AugAssign and type(n.target) is ast.Name and \
+                any(last_name(c) == "item" and names_in(c) & losses for c in calls_in(n.value)):
+            accumulators.add(n.target.id)  # total += loss.item()
     return losses, reduced, accumulators
 
 
