@@ -31,7 +31,9 @@ RULES = {
                "(training by steps) is reported when no set_epoch() call appears in the program. A "
                "DistributedSampler is torch's, or a class of that name from any module (torchft's), the name "
                "it is imported as (`import DistributedSampler as DS`), or a class of the file based on one of "
-               "these, unless it defines an __iter__ that reads no epoch.",
+               "these, unless it defines an __iter__ that reads no epoch. Silent when every class its dataset can "
+               "be (the names its function binds to it, classes of the file) defines a __getitem__ that never "
+               "reads its index: each item is a fresh random draw, and the order carries no data.",
                "05 · Rank-aware training; 06 · Why DDP is correct"),
     "DDP003": ("shuffle-with-sampler", "shuffle=True next to a sampler: DataLoader refuses the pair",
                "A sampler decides the order; DataLoader raises 'sampler option is mutually exclusive with "
@@ -60,7 +62,9 @@ RULES = {
                "(a reduce, a sum over ranks) but gathers nothing, and never tests "
                "len(...) % ... itself; silent when every loader the sampler feeds is only read batch by batch, "
                "never in one pass over the set: passed to itertools.cycle or to an endless generator of the file "
-               "(`while True: for x in loader: yield x`), or to iter() whose result only next() reads.",
+               "(`while True: for x in loader: yield x`), or to iter() whose result only next() reads; silent "
+               "when every class the dataset can be (bound in the sampler's function, classes of the file) defines "
+               "a __getitem__ that never reads its index: a padded index repeats no sample.",
                "05 · Rank-aware training"),
     "DDP022": ("workers-seeded-alike", "DataLoader workers seeded alike on every rank: {detail} on every rank, "
                "and no generator= or worker_init_fn, so worker k of every rank draws the same random augmentations",
