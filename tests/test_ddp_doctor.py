@@ -922,3 +922,40 @@ def test_padded_evaluation_read_only_as_a_stream_of_batches():
     assert found("", "stream = cycle(val_loader)") == [(0, "DDP018")]
     assert found(once, "stream = once(val_loader)") == [(0, "DDP018")]
     assert found("", "stream = iter(val_loader)\n    batches = list(stream)") == [(0, "DDP018")]
+
+
+# dfix22a: DDP002 and DDP018 silent for a dataset whose items do not depend on the index
+
+
+def test_sampler_over_dataset_that_ignores_the_index():
+    """Every class the sampler's dataset can be (the names bound to it in its function, `val_set = train_set`
+    followed) defines a __getitem__ that never reads its index: each item is a fresh random draw, the sampler's
+    order carries no data, so neither a missing set_epoch (DDP002) nor padding (DDP018) repeats a sample. The
+    same datasets reading the index, a class inheriting __getitem__, or a dataset the doctor cannot see fire."""
+    src = ("import torch\nimport torch.distributed as dist\n"
+           "from torch.utils.data import DataLoader, Dataset, DistributedSampler\n\n\n"
+           "class RandomCrops(Dataset):\n    def __len__(self):\n        return 100\n\n"
+           "    def __getitem__(self, idx):\n        return {}\n\n\n"
+           "class Noise(RandomCrops):\n{}\n\n"
+           "def loaders(synthetic):\n    if synthetic:\n        train_set = Noise()\n        val_set = train_set\n"
+           "    else:\n        train_set, val_set = RandomCrops(), {}\n"
+           "    train_sampler = DistributedSampler(train_set)\n    val_sampler = DistributedSampler(val_set)\n"
+           "    return (DataLoader(train_set, sampler=train_sampler), DataLoader(val_set, sampler=val_sampler))\n\n\n"
+           "def main(model):\n    train, val = loaders(False)\n    for epoch in range(10):\n"
+           "        for x in train:\n            model(x).sum().backward()\n"
+           "        loss = sum(model(x).sum() for x in val)\n        dist.all_reduce(loss)\n")
+    own = "    def __getitem__(self, index):\n        return torch.randn(3)"
+
+    def found(item, noise=own, val="RandomCrops()"):
+        text = src.format(item, noise, val)
+        line = text[:text.index("DistributedSampler(train_set)")].count("\n") + 1
+        return sorted((f.line - line, f.code) for f in ddp_doctor.check_source(text, "t.py")
+                      if f.code in ("DDP002", "DDP018"))
+
+    both = [(0, "DDP002"), (1, "DDP018")]
+    assert found("torch.rand(3)") == []
+    assert found("torch.rand(3) + idx") == both  # the index read
+    assert found("self.load(idx)") == both  # the index passed on
+    assert found("torch.rand(3)", own.replace("randn(3)", "randn(index)")) == both  # one class of the two reads it
+    assert found("torch.rand(3)", "    pass") == both  # Noise inherits __getitem__: not judged
+    assert found("torch.rand(3)", val="make_val_set()") == [(1, "DDP018")]  # a dataset the doctor cannot see

@@ -31,7 +31,9 @@ RULES = {
                "(training by steps) is reported when no set_epoch() call appears in the program. A "
                "DistributedSampler is torch's, or a class of that name from any module (torchft's), the name "
                "it is imported as (`import DistributedSampler as DS`), or a class of the file based on one of "
-               "these, unless it defines an __iter__ that reads no epoch.",
+               "these, unless it defines an __iter__ that reads no epoch. Silent when every class its dataset can "
+               "be (the names its function binds to it, classes of the file) defines a __getitem__ that never "
+               "reads its index: each item is a fresh random draw, and the order carries no data.",
                "05 · Rank-aware training; 06 · Why DDP is correct"),
     "DDP003": ("shuffle-with-sampler", "shuffle=True next to a sampler: DataLoader refuses the pair",
                "A sampler decides the order; DataLoader raises 'sampler option is mutually exclusive with "
@@ -60,7 +62,9 @@ RULES = {
                "(a reduce, a sum over ranks) but gathers nothing, and never tests "
                "len(...) % ... itself; silent when every loader the sampler feeds is only read batch by batch, "
                "never in one pass over the set: passed to itertools.cycle or to an endless generator of the file "
-               "(`while True: for x in loader: yield x`), or to iter() whose result only next() reads.",
+               "(`while True: for x in loader: yield x`), or to iter() whose result only next() reads; silent "
+               "when every class the dataset can be (bound in the sampler's function, classes of the file) defines "
+               "a __getitem__ that never reads its index: a padded index repeats no sample.",
                "05 · Rank-aware training"),
     "DDP022": ("workers-seeded-alike", "DataLoader workers seeded alike on every rank: {detail} on every rank, "
                "and no generator= or worker_init_fn, so worker k of every rank draws the same random augmentations",
@@ -131,7 +135,8 @@ def rule_sampler_without_set_epoch(m):
 
     Error: a wrong result: every epoch visits the data in the same order.
     """
-    samplers = [c for c in distributed_samplers(m) if not is_const(keyword(c, "shuffle"), False)]
+    samplers = [c for c in distributed_samplers(m) if not is_const(keyword(c, "shuffle"), False) and
+                not order_free(m, c)]  # (items that ignore their index: no order to repeat)
     escaped = {c for c in samplers if escapes(m, c)}
     if escaped and not program_sets_epoch(m) and program_repeats(m):
         for call in escaped:  # judged by the whole program: no set_epoch in it reaches this sampler (nor one
@@ -171,6 +176,54 @@ def rule_sampler_without_set_epoch(m):
         if not (data is not None and text_mentions(data, EVALISH)) and not seeded_by_epoch(m, call) \
                 and not one_pass(m, call) and not shuffled_each_epoch(m, call):
             yield call, "DDP002", ""
+
+
+def order_free(m, call):
+    """Whether a sampler's order carries no data: its dataset is a name that its function binds only to
+    instances of classes of this file (`data = RandomCropDataset(...)`, tuples unpacked, other such names
+    followed: `val_data = train_data`), and each such class defines a __getitem__ that never reads its index
+    (each item a fresh random draw). A class the doctor cannot see, an inherited __getitem__, an index read in
+    any way (passed on included), or any other binding (a parameter, a subscript, a call of a function) keeps
+    the order meaningful."""
+    data = call.args[0] if call.args else keyword(call, "dataset")
+    if type(data) is not ast.Name:
+        return False
+    fn = m.scope(call)
+    bound = {}
+    for name, value in m.assignments(fn):
+        bound.setdefault(name, []).append(value)
+    todo, seen, classes = [data.id], set(), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name not in bound:
+            return False  # a parameter, a global, a name bound by `for` or `with`: not seen
+        for value in bound[name]:
+            if type(value) is ast.Name:
+                todo.append(value.id)
+            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+                classes.add(value.func.id)
+            else:
+                return False
+    if not classes:
+        return False
+    defined = {}
+    for cls in m.of_type(ast.ClassDef):
+        if cls.name in classes:
+            defined.setdefault(cls.name, []).append(cls)
+    return classes <= defined.keys() and all(ignores_index(c) for name in classes for c in defined[name])
+
+
+def ignores_index(cls):
+    """Whether a class defines __getitem__(self, index) whose body never reads index (nor calls locals/vars)."""
+    gets = [f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__getitem__"]
+    if len(gets) != 1 or len(gets[0].args.args) != 2 or gets[0].args.vararg or gets[0].args.kwarg:
+        return False
+    index = gets[0].args.args[1].arg
+    return not any(type(n) is ast.Name and (n.id == index and isinstance(n.ctx, ast.Load) or n.id in ("locals", "vars"))
+                   for stmt in gets[0].body for n in walk(stmt))
 
 
 EVALISH = re.compile(r"val|test|eval", re.I)
@@ -522,8 +575,8 @@ def rule_padded_evaluation(m):
     evalish = re.compile(r"val|test|eval|valid", re.I)
     for call in distributed_samplers(m):
         data = call.args[0] if call.args else keyword(call, "dataset")
-        if data is None or is_const(keyword(call, "drop_last"), True):
-            continue
+        if data is None or is_const(keyword(call, "drop_last"), True) or order_free(m, call):
+            continue  # (order_free: a padded index repeats no sample, each item being drawn afresh)
         sites = [call] if text_mentions(data, evalish) else helper_calls_on(m, call, data, evalish)
         sites = [site for site in sites if feeds_used_loader(m, site) and
                  not (site is call and streamed_only(m, call))]  # a stream of batches makes no full pass
