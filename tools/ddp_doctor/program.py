@@ -1427,7 +1427,8 @@ class Module:
         data_path=p))`, `tune.with_parameters(trial)`, `trainer.fit(step)`, when the function that holds that call
         starts no process (mp.spawn, Process, Pool, start_processes, launch, submit): such a callback runs in the
         holder's process, in the job only where the holder is (or forms the group itself). None for any other use
-        of the name (a dict, a keyword target=, a call that may start a process: the doctor cannot tell)."""
+        of the name (a dict, a list) and for a call that may start a process, by position or by keyword
+        (`mp.spawn(main)`, `Process(target=run)`): the doctor cannot tell."""
         call = self.parent.get(name)
         if isinstance(call, ast.keyword):
             call = self.parent.get(call)
