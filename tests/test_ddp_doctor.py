@@ -959,3 +959,144 @@ def test_sampler_over_dataset_that_ignores_the_index():
     assert found("torch.rand(3)", own.replace("randn(3)", "randn(index)")) == both  # one class of the two reads it
     assert found("torch.rand(3)", "    pass") == both  # Noise inherits __getitem__: not judged
     assert found("torch.rand(3)", val="make_val_set()") == [(1, "DDP018")]  # a dataset the doctor cannot see
+
+
+# dfix24b: DDP008 for a file of random-number states and a class nothing uses; DDP002 for a loader handed to a
+# wrapper that sets the epoch, or to a class of the project's own package that the doctor cannot read
+
+
+def test_a_file_of_random_number_states_holds_no_gpu_tensor():
+    """DDP008: rng.pt holds (torch.cuda.get_rng_state(), torch.get_rng_state()), CPU tensors wherever the
+    generator runs: its load needs no map_location, though the same run saves a model's state_dict beside it
+    (through `with open(...) as f`, one `args` for both paths). A load of the model's file fires; so does the
+    rng file's when it also holds a state_dict; and two paths built from one `args` are not one file."""
+    src = ("import os\nimport random\nimport numpy as np\nimport torch\nimport torch.distributed as dist\n\n"
+           "parser = make_parser()\nargs = parser.parse_args()\ndist.init_process_group('nccl')\n"
+           "model = torch.nn.Linear(2, 2).cuda()\n"
+           "if args.load:\n    rng = torch.load(os.path.join(os.path.dirname(args.load), 'rng.pt'))\n"
+           "    torch.cuda.set_rng_state(rng[0])\n{}\n"
+           "for epoch in range(10):\n    train(model)\n    if dist.get_rank() == 0:\n"
+           "        with open(os.path.join(args.save, 'e%d.pt' % epoch), 'wb') as f:\n"
+           "            torch.save(model.state_dict(), f)\n"
+           "        with open(os.path.join(args.save, 'rng.pt'), 'wb') as f:\n            torch.save({}, f)\n"
+           "torch.save(model.state_dict(), args.save)\n")
+
+    def found(rng, more=""):
+        text = src.format(more, rng)
+        return [text.splitlines()[f.line - 1].strip() for f in ddp_doctor.check_source(text, "t.py")
+                if f.code == "DDP008"]
+
+    pair = "(torch.cuda.get_rng_state(), torch.get_rng_state())"
+    assert found(pair) == []
+    assert found("{'cuda': torch.cuda.get_rng_state_all(), 'np': np.random.get_state(), 'py': random.getstate()}") == []
+    assert found("(torch.cuda.get_rng_state(), model.state_dict())") == [
+        "rng = torch.load(os.path.join(os.path.dirname(args.load), 'rng.pt'))"]  # a state_dict in it
+    assert found(pair, "    model.load_state_dict(torch.load(args.save))") == [
+        "model.load_state_dict(torch.load(args.save))"]  # the model's own file
+    assert found(pair, "    extra = torch.load(os.path.join(args.load, 'extra.pt'))") == []  # built from one args
+
+
+def test_a_load_in_a_class_that_nothing_uses_is_not_reported():
+    """egovlp's shape: BaseTrainer._resume_checkpoint loads without map_location, but the entry point builds
+    DistTrainer, a class of its own with a load that maps: nothing refers to BaseTrainer (a class's own name in
+    `class BaseTrainer:` is no reference), so its methods never run. Fires when a class is based on it, when the
+    entry point builds it, or in a library file read alone (no entry point)."""
+    src = ("import torch\nimport torch.distributed as dist\n\n\nclass BaseTrainer:\n"
+           "    def __init__(self, model, resume):\n        self.model = model\n        self._resume(resume)\n\n"
+           "    def _save(self, path):\n        torch.save({{'state_dict': self.model.state_dict()}}, path)\n\n"
+           "    def _resume(self, path):\n        checkpoint = torch.load(path)\n"
+           "        self.model.load_state_dict(checkpoint['state_dict'])\n\n\n"
+           "class DistTrainer({}):\n    def __init__(self, model, resume, rank):\n        self.model = model\n"
+           "        checkpoint = torch.load(resume, map_location=f'cuda:{{rank}}')\n"
+           "        self.model.load_state_dict(checkpoint['state_dict'])\n\n\n"
+           "def main(model, resume, rank):\n    dist.init_process_group('nccl')\n    {}\n{}")
+    entry = "\n\nif __name__ == '__main__':\n    main(build(), 'last.pth', 0)\n"
+
+    def found(base="", built="DistTrainer(model, resume, rank).train()", tail=entry):
+        text = src.format(base, built, tail)
+        return [text.splitlines()[f.line - 1].strip() for f in ddp_doctor.check_source(text, "t.py")
+                if f.code == "DDP008"]
+
+    load = ["checkpoint = torch.load(path)"]
+    assert found() == []
+    assert found(base="BaseTrainer") == load  # DistTrainer is a BaseTrainer
+    assert found(built="BaseTrainer(model, resume).train()") == load
+    assert found(built="trainers = {'base': BaseTrainer, 'dist': DistTrainer}") == load  # referred to
+    assert found(tail="") == load  # a library file read alone keeps its findings
+
+
+def test_a_loader_wrapped_by_a_class_that_sets_the_epoch_in_another_file(tmp_path):
+    """DDP002 in a folder run: main.py wraps its loader in IterLoader from loaders.py, whose __next__ calls
+    self._dataloader.sampler.set_epoch(...) at the end of each pass (LAVIS's, MiniGPT-4's): the epoch is set.
+    Fires when the wrapper sets the epoch of something else (its dataset), and when the loader only goes to
+    enumerate/tqdm."""
+    main = ("import torch.distributed as dist\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+            "from loaders import IterLoader\n\n\ndef main(dataset, model):\n    dist.init_process_group('gloo')\n"
+            "    sampler = DistributedSampler(dataset)\n    loader = DataLoader(dataset, sampler=sampler)\n"
+            "    loader = {}\n    for epoch in range(10):\n        for step in range(100):\n"
+            "            model(next(loader)).backward()\n\n\nif __name__ == '__main__':\n    main(make(), net())\n")
+    wrapper = ("class IterLoader:\n    def __init__(self, dataloader):\n        self._dataloader = dataloader\n"
+               "        self._epoch = 0\n        self._iter = iter(dataloader)\n\n    def __next__(self):\n"
+               "        try:\n            return next(self._iter)\n        except StopIteration:\n"
+               "            self._epoch += 1\n            self._dataloader.{}.set_epoch(self._epoch)\n"
+               "            self._iter = iter(self._dataloader)\n            return next(self._iter)\n")
+    (tmp_path / "main.py").write_text(main.format("IterLoader(loader)"))
+    (tmp_path / "loaders.py").write_text(wrapper.format("sampler"))
+    assert findings_at(tmp_path) == []
+    (tmp_path / "loaders.py").write_text(wrapper.format("dataset"))
+    assert findings_at(tmp_path) == [("main.py", 8, "DDP002")]
+    (tmp_path / "loaders.py").write_text(wrapper.format("sampler"))
+    (tmp_path / "main.py").write_text(main.format("iter(enumerate(loader))"))
+    assert findings_at(tmp_path) == [("main.py", 8, "DDP002")]
+
+
+def test_a_loader_handed_to_a_class_of_the_projects_package_that_the_doctor_cannot_read(tmp_path):
+    """DDP002: a loader that goes into a class imported from the project's own package (a relative import, or a
+    top-level package that is a folder of the program) whose file the doctor does not hold: a name it cannot
+    follow, silent. A class of a library outside the project, tqdm, or a class of the package that the doctor
+    reads and that sets no epoch, keeps the finding."""
+    src = ("import torch.distributed as dist\nfrom torch.utils.data import DataLoader, DistributedSampler\n{}\n\n\n"
+           "def build(dataset):\n    sampler = DistributedSampler(dataset)\n"
+           "    loader = DataLoader(dataset, sampler=sampler)\n    return {}\n\n\n"
+           "def main(model):\n    dist.init_process_group('gloo')\n    loader = build(make())\n"
+           "    for epoch in range(10):\n        for batch in loader:\n            model(batch).backward()\n\n\n"
+           "if __name__ == '__main__':\n    main(net())\n")
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "common.py").write_text("class Other:\n    pass\n")
+
+    def found(imports, wrapped):
+        (tmp_path / "train.py").write_text(src.format(imports, wrapped))
+        return findings_at(tmp_path)
+
+    fires = [("train.py", 7, "DDP002")]
+    assert found("from mypkg.datasets.dataloader_utils import IterLoader, PrefetchLoader",
+                 "IterLoader(PrefetchLoader(loader))") == []
+    assert found("from .dataloader_utils import IterLoader", "IterLoader(loader)") == []
+    assert found("from prefetch_generator import BackgroundGenerator", "BackgroundGenerator(loader)") == fires
+    assert found("from tqdm import tqdm", "tqdm(loader)") == fires
+    assert found("from mypkg.common import Other", "Other(loader)") == fires  # read: it sets no epoch
+    assert found("from mypkg.dataloader_utils import make_loader", "make_loader(loader)") == fires  # not a class
+
+
+def test_a_class_nothing_uses_in_a_file_the_program_uses(tmp_path):
+    """The unused class is judged only in a file the program visibly uses (another file imports a name it
+    defines, or it runs something itself): base_trainer.py, whose DistTrainer main.py imports, leaves BaseTrainer
+    unused (silent); when no file imports from base_trainer.py, it is a library read for a program the doctor
+    does not see (a trainer whose user is not in the folder): BaseTrainer's load fires."""
+    trainers = ("import torch\n\n\nclass BaseTrainer:\n    def __init__(self, model, resume):\n"
+                "        self.model = model\n        self._resume(resume)\n\n    def _resume(self, path):\n"
+                "        checkpoint = torch.load(path)\n"
+                "        self.model.load_state_dict(checkpoint['state_dict'])\n\n"
+                "    def _save(self, path):\n        torch.save({'state_dict': self.model.state_dict()}, path)\n\n\n"
+                "class DistTrainer:\n    def __init__(self, model, resume, rank):\n"
+                "        self.model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])\n"
+                "        checkpoint = torch.load(resume, map_location=f'cuda:{rank}')\n"
+                "        self.model.load_state_dict(checkpoint['state_dict'])\n")
+    main = ("import torch.distributed as dist\n{}\n\n\ndef main(model):\n    dist.init_process_group('gloo')\n"
+            "    {}(model, 'last.pth', dist.get_rank())\n\n\nif __name__ == '__main__':\n    main(build())\n")
+    (tmp_path / "base_trainer.py").write_text(trainers)
+    (tmp_path / "main.py").write_text(main.format("from base_trainer import DistTrainer", "DistTrainer"))
+    assert [f for f in findings_at(tmp_path) if f[2] == "DDP008"] == []
+    (tmp_path / "main.py").write_text(main.format("from trainers import Trainer", "Trainer"))
+    assert [f for f in findings_at(tmp_path) if f[2] == "DDP008"] == [("base_trainer.py", 10, "DDP008")]

@@ -272,6 +272,7 @@ COMMENT = re.compile(r"#[^\n]*")
 FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
 IMPORTED_NAME = re.compile(r"[A-Za-z_]\w*")  # every word: `a, b as c` gives a, b, as, c (more is harmless)
 TORCH_SAVE = re.compile(r"\btorch\.save[ \t]*\(")
+SAMPLER_SET_EPOCH = re.compile(r"\.[ \t]*(?:batch_)?sampler[ \t]*\.[ \t]*set_epoch[ \t]*\(")  # x.sampler.set_epoch(
 JOINS_AS_LOCAL_RANK = re.compile(r"init_process_group\((?:[^()]|\([^()]*\))*\brank[ \t]*=[ \t]*(\w+\.)?local_rank\b")
 LOCAL_RANK_READ = re.compile(r"\blocal_rank[ \t]*=[^=\n][^\n]*"
                              r"(?:[\"'](?:LOCAL_RANK|SLURM_LOCALID)[\"']|get_local_rank\(\))")
@@ -359,6 +360,9 @@ def folder_facts(paths):
                     classes.update(class_bodies(text))
             shared = FolderFacts(names)
             shared.buffered_classes = buffered_classes(classes)
+            shared.classes = frozenset(classes)
+            shared.epoch_setters = frozenset(name for name, body in classes.items()
+                                             if SAMPLER_SET_EPOCH.search(COMMENT.sub("", body)))
             shared.rank_attributes, shared.rank_test_functions = frozenset(rank_attributes), frozenset(rank_tests)
             shared.single_node = local and spawns or local_join or joins_option and local_option
             shared.rank_flags = rank_flag_attributes(attribute_sets, rank_tests)
@@ -433,13 +437,15 @@ class FolderFacts(frozenset):
     modules = frozenset()  # the names of its files (stems) and folders: what `import utils` finds in it
     entry_point = False  # a file runs something: `if __name__ == "__main__":` or a call at column 0 (`main()`)
     repeats = False  # a file of the folder loops over epochs (`for epoch in ...:`) or `while True:` (DDP002)
+    classes = frozenset()  # the names of the top-level classes its files define
+    epoch_setters = frozenset()  # those of its classes whose text calls `<x>.sampler.set_epoch(` (DDP002)
 
 
 MAIN_GUARD = re.compile(r"^if[ \t]+__name__[ \t]*==", re.M)
 TOP_LEVEL_CALL = re.compile(r"^([A-Za-z_]\w*)[ \t]*\(", re.M)
-REFERENCE_TOKENS = re.compile(  # a string, a comment, a def's name, `root.attr`, a word: in the file's order
+REFERENCE_TOKENS = re.compile(  # a string, a comment, a def's or class's name, `root.attr`, a word: in order
     r"(?P<prefix>[rRbBuUfF]{0,2})(?P<string>\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|\"(?:\\.|[^\"\\\n])*\"|"
-    r"'(?:\\.|[^'\\\n])*')|#[^\n]*|\bdef[ \t]+\w+|(?P<root>[A-Za-z_]\w*)[ \t]*\.[ \t]*(?P<attr>[A-Za-z_]\w*)|"
+    r"'(?:\\.|[^'\\\n])*')|#[^\n]*|\b(?:def|class)[ \t]+\w+|(?P<root>[A-Za-z_]\w*)[ \t]*\.[ \t]*(?P<attr>[A-Za-z_]\w*)|"
     r"(?P<word>[A-Za-z_]\w*)")
 IMPORT_LINE = re.compile(r"^[ \t]*import[ \t]+([^\n#;]*)|^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+"
                          r"(\([^)]*\)|[^\n#;]*)", re.M)
@@ -448,9 +454,9 @@ WORD = re.compile(r"[A-Za-z_]\w*")
 
 def referred_in_text(text, modules):
     """The names a file's text refers to, as Module.referred_names reads them from a tree, here from the text
-    (a folder's other files are not parsed twice): each word of its code, not a def's own name, not an attribute
-    of a module imported from outside the folder (torch.save), not in a comment; of a string, its text where it
-    is a name (getattr dispatch), every word of an f-string."""
+    (a folder's other files are not parsed twice): each word of its code, not a def's nor a class's own name, not
+    an attribute of a module imported from outside the folder (torch.save), not in a comment; of a string, its text
+    where it is a name (getattr dispatch), every word of an f-string."""
     external = set()
     for plain, dots, module, names in IMPORT_LINE.findall(text):
         if plain:

@@ -1620,8 +1620,9 @@ class Module:
 
     # code that nothing runs
     def in_unreferred_function(self, node):
-        """Whether node is inside a function (or method) that nothing in the program refers to, in a program
-        with an entry point (a library file read alone keeps its findings): no rule reports what never runs.
+        """Whether node is inside a function (or method) that nothing in the program refers to, or inside a class
+        that nothing refers to (_unreferred_class), in a program with an entry point (a library file read alone
+        keeps its findings): no rule reports what never runs.
         Asked only for the nodes of findings; what it needs is built once, when first asked."""
         uncalled = self.uncalled_lines()
         if node.lineno >= len(uncalled) or not uncalled[node.lineno]:
@@ -1629,7 +1630,8 @@ class Module:
         known = self._unreferred_scopes
         scope = self.scope(node)
         if scope not in known:
-            known[scope] = type(scope) in (ast.FunctionDef, ast.AsyncFunctionDef) and self._unreferred(scope) and \
+            known[scope] = (type(scope) in (ast.FunctionDef, ast.AsyncFunctionDef) and self._unreferred(scope) or
+                            type(scope) is ast.ClassDef and self._unreferred_class(scope)) and \
                 self.has_entry_point() or self.in_unreferred_function(scope)
         return known[scope]
 
@@ -1640,6 +1642,8 @@ class Module:
             self._unreferred_scopes = {None: False}  # scope -> whether it is, or is in, an unreferred function
             spans = [(f.lineno, f.end_lineno or f.lineno) for defs in self.functions.values() for f in defs
                      if self._not_called(f)]
+            spans += [(c.lineno, c.end_lineno or c.lineno) for c in self.of_type(ast.ClassDef)
+                      if not c.decorator_list and not c.keywords and c.name not in self.calls_named]
             self._uncalled_lines = bytearray(max((end for _, end in spans), default=-1) + 1)
             for start, end in spans:
                 self._uncalled_lines[start:end + 1] = b"\1" * (end + 1 - start)
@@ -1656,6 +1660,26 @@ class Module:
         if type(owner) is ast.ClassDef and self._framework_class(owner):
             return False
         return fn.name not in self.referred_names()
+
+    def _unreferred_class(self, cls):
+        """A class whose name nothing refers to (referred_names: no call builds it, no class is based on it, no
+        import, no string names it), not decorated, without a metaclass, and not built on a class outside the
+        program (a framework may build it): its methods never run, whatever calls them by name inside it
+        (`self._resume_checkpoint()` in a trainer class that the entry point does not use)."""
+        return not cls.decorator_list and not cls.keywords and cls.name not in self.calls_named and \
+            not self._framework_class(cls) and cls.name not in self.referred_names() and self._file_in_use(cls)
+
+    def _file_in_use(self, cls):
+        """Whether the program visibly uses the file that defines cls, so that leaving cls out is its choice: the
+        file runs something itself (its own entry point), or another file of its folder imports a name it
+        defines (`from base import Multi_BaseTrainer_dist`, beside the BaseTrainer it leaves). A file that no file
+        read uses (a trainer whose user is not in the folder) is a library read for a program the doctor does
+        not see: its classes keep their findings."""
+        if not hasattr(self, "_imported_here"):  # the names this file defines that a file of the folder imports
+            imported = getattr(self.folder_call_names, "imported", frozenset())
+            self._imported_here = {node.name for node in self.tree.body if type(node) in (
+                ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef) and node.name in imported}
+        return self._file_entry_point() or bool(self._imported_here - {cls.name})
 
     def _not_called(self, fn):
         """Not decorated, not a dunder, and called by name nowhere (`f()`, `obj.f()`, not `torch.f()`)."""
@@ -1723,8 +1747,10 @@ class Module:
     def has_entry_point(self):
         """Whether the program runs something: an `if __name__ == "__main__":` or a module-level call (not of an
         imported module's function, not print), here or in a file of its folder (driver)."""
-        if getattr(self.folder_call_names, "entry_point", False):
-            return True
+        return getattr(self.folder_call_names, "entry_point", False) or self._file_entry_point()
+
+    def _file_entry_point(self):
+        """Whether this file itself runs something (has_entry_point, without the other files of its folder)."""
         if not hasattr(self, "_entry_point"):
             external = self.external_modules()
             self._entry_point = False

@@ -53,11 +53,16 @@ RULES = {
                "itself writes from a state_dict() it does not move to the CPU, wherever the model lives: a "
                "state_dict() of a model, an optimizer or the DDP wrapper saved (in the file or another file of "
                "its folder), read back by "
-               "the same path expression or file name (`checkpoint.pth`, `epoch_{}.pth`), or loaded into "
+               "the same path expression or file name (`checkpoint.pth`, `epoch_{}.pth`; a `with open(p) as f` "
+               "file stands for p; two paths built from one `args` or one folder are not one file), or loaded into "
                "load_state_dict of an object whose state_dict it saves. Files the program does not write "
                "(pretrained weights, embeddings from elsewhere) and files that hold no tensors (a scheduler's "
                "state, cached Python objects) are not reported at any level: their device is not visible in "
-               "the code. Silent too for a load inside a rank test (one rank "
+               "the code; nor a file whose saves hold only random-number states (torch.get_rng_state(), "
+               "torch.cuda.get_rng_state() / get_rng_state_all(), np.random.get_state(), random.getstate(): CPU "
+               "tensors wherever the generator runs). Like every rule, silent in a method of a class that nothing "
+               "in the program refers to, in a file it visibly uses (a trainer class beside the one the entry "
+               "point builds). Silent too for a load inside a rank test (one rank "
                "loads, DDP broadcasts its weights), for one before init_process_group in the same function or "
                "in a function that runs in one process (as for DDP005), "
                "for one whose `if` passes map_location in its other branch (a choice made per branch), and for "
@@ -318,19 +323,83 @@ def same_file_name(a, b):
 PLAIN = {"self", "module", "model_to_save", "state_dict"}
 
 
-def path_texts(m, scope, expr):
-    """The text of a path expression, with the values of the names it uses that its function assigns."""
+def path_forms(m, scope, expr):
+    """(whole, texts) of a path expression: whole, the texts of the whole path (its own text, or for a plain name
+    the values its function assigns to it, or the path a `with open(p) as name:` around it opens): two paths with
+    one such text in common are one file; texts, those and the values of every name inside it, where file names
+    are read. The values of a name inside a longer path (`args` of `args.save`, `save_dir` of `join(save_dir,
+    "rng.pt")`) are no text of the whole: two paths built from one `args` or one folder are not one file."""
     if expr is None:
-        return []
-    texts = [unparse(expr)]
+        return [], []
+    opened = opened_path(m, expr)
+    if opened is not None:
+        return path_forms(m, scope, opened)
+    whole = [unparse(expr)]
     names = {n.id for n in walk(expr) if isinstance(n, ast.Name)}
-    texts += [unparse(v) for name, v in m.assignments(scope) if name in names]
-    return texts
+    values = [(name, unparse(v)) for name, v in m.assignments(scope) if name in names]
+    if isinstance(expr, ast.Name):
+        whole += [text for name, text in values if name == expr.id]
+    return whole, whole + [text for name, text in values if text not in whole]
+
+
+def opened_path(m, expr):
+    """The path that a `with open(p, ...) as name:` around a name opens (p), or None: the file a save or a load
+    given the file object writes or reads."""
+    if not isinstance(expr, ast.Name):
+        return None
+    for a in m.ancestors(expr):
+        if isinstance(a, (ast.With, ast.AsyncWith)):
+            for item in a.items:
+                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == expr.id:
+                    value = item.context_expr
+                    if isinstance(value, ast.Call) and last_name(value) == "open" and value.args:
+                        return value.args[0]
+                    return None
+        elif isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+    return None
+
+
+RNG_STATE = {"get_rng_state", "get_rng_state_all", "getstate", "get_state"}
+RNG_MODULES = {"torch", "torch.random", "torch.cuda", "torch.cuda.random", "torch.mps", "torch.xpu", "random",
+               "np.random", "numpy.random"}
+
+
+def rng_state(expr):
+    """Whether an expression holds random-number states only: calls of torch.get_rng_state(),
+    torch.cuda.get_rng_state() / get_rng_state_all(), np.random.get_state(), random.getstate() (CPU tensors, arrays
+    and tuples, wherever the generator runs), in tuples, lists and dicts with constant keys."""
+    if isinstance(expr, ast.Call):
+        name = dotted(expr.func)
+        return name.rpartition(".")[2] in RNG_STATE and name.rpartition(".")[0] in RNG_MODULES
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return bool(expr.elts) and all(rng_state(e) for e in expr.elts)
+    if isinstance(expr, ast.Dict):
+        return bool(expr.values) and all(isinstance(k, ast.Constant) for k in expr.keys) and \
+            all(rng_state(v) for v in expr.values)
+    return False
+
+
+def rng_saves(m):
+    """The whole path texts of the file's torch.save calls that save random-number states only (rng_state: the
+    saved expression, or the values its function assigns to the saved name): files with no GPU tensor in them."""
+    if not hasattr(m, "_rng_saves"):
+        found = []
+        for save in m.named_calls("save"):
+            if dotted(save.func) != "torch.save" or not save.args:
+                continue
+            saved, scope = save.args[0], m.scope(save)
+            values = [saved] if not isinstance(saved, ast.Name) else \
+                [v for name, v in m.assignments(scope) if name == saved.id]
+            if values and all(rng_state(v) for v in values):
+                found.append(path_forms(m, scope, save.args[1] if len(save.args) > 1 else keyword(save, "f")))
+        m._rng_saves = found
+    return m._rng_saves
 
 
 def gpu_saves(m):
     """What the file's torch.save calls (and calls of save helpers given a dict) that write
-    GPU tensors save: (path texts, owners, keys) for each save
+    GPU tensors save: (whole path texts, path texts, owners, keys) for each save (path_forms)
     of a state_dict() (a model's, an optimizer's, a DDP wrapper's; not a scheduler's) not moved to the CPU.
     owners: the names around the objects whose state_dict() it saves; keys: the dict keys that hold one."""
     if hasattr(m, "_gpu_saves"):
@@ -360,7 +429,7 @@ def gpu_saves(m):
                         last_name(c) == "state_dict" for c in calls_in(v)))
         if owners:
             target = save.args[1] if len(save.args) > 1 else keyword(save, "f")
-            found.append((path_texts(m, scope, target), owners - PLAIN, keys))
+            found.append((*path_forms(m, scope, target), owners - PLAIN, keys))
     m._gpu_saves = found
     return found
 
@@ -379,18 +448,23 @@ def loads_own_gpu_save(m, call):
         return False
     scope = m.scope(call)
     path = call.args[0] if call.args else keyword(call, "f")
-    texts = path_texts(m, scope, path)
+    whole, texts = path_forms(m, scope, path)
     names = {n for t in texts for n in FILE_NAME.findall(t)}
-    saved_names = {n for save_texts, _, _ in saves for t in save_texts for n in FILE_NAME.findall(t)}
+    saved_names = {n for _, save_texts, _, _ in saves for t in save_texts for n in FILE_NAME.findall(t)}
     saved_names |= {n for files, _ in folder for n in files}
-    if any(set(texts) & set(save_texts) for save_texts, _, _ in saves) or \
+    if any(set(whole) & set(save_whole) for save_whole, _, _, _ in saves) or \
             any(same_file_name(a, b) for a in names for b in saved_names):
         return True
+    rng = rng_saves(m)  # a file that holds random-number states only (`rng.pt`): no GPU tensor in it
+    if any(set(whole) & set(save_whole) for save_whole, _ in rng) or any(
+            same_file_name(a, n) for a in names for _, save_texts in rng for t in save_texts
+            for n in FILE_NAME.findall(t)):
+        return False
     if any(text_mentions(e, EXTERNAL) for e in ([path] if path is not None else [])) or \
             any(EXTERNAL.search(t) for t in texts):
         return False
-    owners = {o for _, os_, _ in saves for o in os_} | {o for _, os_ in folder for o in os_}
-    keys = {k for _, _, ks in saves for k in ks}
+    owners = {o for _, _, os_, _ in saves for o in os_} | {o for _, os_ in folder for o in os_}
+    keys = {k for _, _, _, ks in saves for k in ks}
     feeds = m.parent.get(call)
     key = None
     if isinstance(feeds, ast.Subscript):  # torch.load(p)["model"]
@@ -491,13 +565,13 @@ def restores_scheduler_only(m, call):
     keys = {key for key, _, _ in uses}
     if None in keys:  # the whole file is a state_dict: each save to the same path saves a scheduler's state_dict
         path = call.args[0] if call.args else keyword(call, "f")
-        texts = set(path_texts(m, m.scope(call), path))
+        whole, texts = path_forms(m, m.scope(call), path)
         names = {n for t in texts for n in FILE_NAME.findall(t)}
 
         def same_file(save):
-            written = set(path_texts(m, m.scope(save), save.args[1]))
-            return bool(texts & written) or any(same_file_name(a, n) for a in names
-                                                for t in written for n in FILE_NAME.findall(t))
+            written_whole, written = path_forms(m, m.scope(save), save.args[1])
+            return bool(set(whole) & set(written_whole)) or any(same_file_name(a, n) for a in names
+                                                                for t in written for n in FILE_NAME.findall(t))
         same = [c for c in m.named_calls("save") if dotted(c.func) == "torch.save" and len(c.args) > 1 and
                 same_file(c)]
         return bool(same) and all(isinstance(c.args[0], ast.Call) and last_name(c.args[0]) == "state_dict" and
@@ -543,8 +617,8 @@ def loads_cpu_files(m, call):
         return False
     cpu = 0
     for save in saves:
-        if saves_cpu_tensors(m, save):
-            cpu += 1
+        if saves_cpu_tensors(m, save) or (save.args and rng_state(save.args[0])):
+            cpu += 1  # (random-number states are CPU tensors)
         elif not (save.args and isinstance(save.args[0], ast.Call) and last_name(save.args[0]) == "state_dict" and
                   text_mentions(save.args[0].func, OPTIMIZER)):
             return False

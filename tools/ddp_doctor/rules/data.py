@@ -33,7 +33,13 @@ RULES = {
                "it is imported as (`import DistributedSampler as DS`), or a class of the file based on one of "
                "these, unless it defines an __iter__ that reads no epoch. Silent when every class its dataset can "
                "be (the names its function binds to it, classes of the file) defines a __getitem__ that never "
-               "reads its index: each item is a fresh random draw, and the order carries no data.",
+               "reads its index: each item is a fresh random draw, and the order carries no data. Silent when "
+               "its loader goes (by name, or inside loaders, tuples and wrappers) into a class whose methods call "
+               "set_epoch on the sampler of what it wraps (`self._dataloader.sampler.set_epoch(e)`, LAVIS's "
+               "IterLoader), in the file or its folder, or into a class imported from the project's own package "
+               "(a relative import, or a package that is a folder of the program) that no file read defines: a "
+               "name the doctor cannot follow. tqdm, enumerate, iter, zip, itertools and a library's classes set "
+               "no epoch.",
                "05 · Rank-aware training; 06 · Why DDP is correct"),
     "DDP003": ("shuffle-with-sampler", "shuffle=True next to a sampler: DataLoader refuses the pair",
                "A sampler decides the order; DataLoader raises 'sampler option is mutually exclusive with "
@@ -143,12 +149,13 @@ def rule_sampler_without_set_epoch(m):
             # made by a function for evaluation: validation_dataloader(), build_eval_dataloader())
             data = call.args[0] if call.args else keyword(call, "dataset")
             if not (data is not None and text_mentions(data, EVALISH)) and not EVAL_FUNCTION.search(
-                    m.scope(call).name) and not seeded_by_epoch(m, call) and not shuffled_each_epoch(m, call):
+                    m.scope(call).name) and not seeded_by_epoch(m, call) and not shuffled_each_epoch(m, call) and \
+                    not handed_to_epoch_setter(m, call):
                 yield call, "DDP002", ESCAPED
     if all(runs_once(loop, m) for loop in m.epoch_loops()):
         if not program_sets_epoch(m):  # training by steps: `while True: for batch in loader:`
             for call in samplers:
-                if call not in escaped and read_by_steps(m, call):
+                if call not in escaped and read_by_steps(m, call) and not handed_to_epoch_setter(m, call):
                     yield call, "DDP002", BY_STEPS
         return  # (no epoch loop, or only `for epoch in range(1)`: one epoch, whose order set_epoch never changes)
     told, looping = None, None  # with some set_epoch: the samplers it reaches by name, the scopes with epochs
@@ -174,7 +181,7 @@ def rule_sampler_without_set_epoch(m):
         if told is not None and (call in told or m.scope(call) not in looping):
             continue  # told, or made where no epoch loop runs (a sampler for one batch)
         if not (data is not None and text_mentions(data, EVALISH)) and not seeded_by_epoch(m, call) \
-                and not one_pass(m, call) and not shuffled_each_epoch(m, call):
+                and not one_pass(m, call) and not shuffled_each_epoch(m, call) and not handed_to_epoch_setter(m, call):
             yield call, "DDP002", ""
 
 
@@ -262,6 +269,71 @@ def escapes(m, call):
                         loads = name_loads(m, fn)
                     todo += loads.get(target.id, [])
     return False
+
+
+def handed_to_epoch_setter(m, call):
+    """Whether a sampler goes, by the names its function binds it to and the loaders, tuples and wrappers that
+    hold it (as escapes() follows it), into a call of a wrapper class that sets its epoch (epoch_setters: a class
+    whose methods call `<loader>.sampler.set_epoch(...)` on what it wraps, as LAVIS's IterLoader does at the end
+    of each pass), or of a class of the project's own package that the doctor cannot read (own_unread_classes):
+    a name it cannot follow, where it stays silent. Not tqdm, enumerate, iter, zip, itertools, nor a class of a
+    library outside the project: they set no epoch."""
+    wrappers = epoch_setters(m) | own_unread_classes(m)
+    if not wrappers:
+        return False
+    fn = m.scope(call)
+    loads = None
+    todo, seen = [call], set()
+    while todo:
+        node = todo.pop()
+        up = m.parent.get(node)
+        while True:
+            holder = m.parent.get(up) if isinstance(up, ast.keyword) else up
+            if isinstance(holder, ast.Call) and node is not holder.func and last_name(holder) in wrappers:
+                return True
+            if not (isinstance(up, HOLDERS) and holds(m, up, node)):
+                break
+            node, up = up, m.parent.get(up)
+        if isinstance(up, (ast.Assign, ast.AnnAssign)) and node is up.value:
+            for target in up.targets if isinstance(up, ast.Assign) else [up.target]:
+                if isinstance(target, ast.Name) and target.id not in seen:
+                    seen.add(target.id)
+                    if loads is None:
+                        loads = name_loads(m, fn if fn is not None else m.tree)
+                    todo += loads.get(target.id, [])
+    return False
+
+
+def epoch_setters(m):
+    """The classes of the program (this file's, and by their text the folder's: FolderFacts.epoch_setters) whose
+    methods call set_epoch on the sampler of the loader they wrap (`self._dataloader.sampler.set_epoch(e)`,
+    `loader.batch_sampler.set_epoch(e)`). Found once per file."""
+    found = m.__dict__.get("_epoch_setters")
+    if found is None:
+        found = set(getattr(m.folder_call_names, "epoch_setters", ()))
+        for c in m.named_calls("set_epoch"):
+            if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Attribute) and \
+                    c.func.value.attr in ("sampler", "batch_sampler"):
+                found.update(a.name for a in m.ancestors(c) if isinstance(a, ast.ClassDef))
+        m.__dict__["_epoch_setters"] = found
+    return found
+
+
+def own_unread_classes(m):
+    """The names a file imports from the project's own package (a relative import, or a top-level package or
+    module that is a folder or file of the program: FolderFacts.modules) that are classes by their name (CapWords)
+    and that no file the doctor reads defines: code it cannot follow. Found once per file."""
+    found = m.__dict__.get("_own_unread_classes")
+    if found is None:
+        ours = getattr(m.folder_call_names, "modules", frozenset())
+        defined = set(getattr(m.folder_call_names, "classes", ())) | {c.name for c in m.of_type(ast.ClassDef)}
+        found = set()
+        for node in m.of_type(ast.ImportFrom):
+            if node.level or (node.module or "").split(".")[0] in ours:
+                found.update(a.asname or a.name for a in node.names
+                             if a.name[:1].isupper() and not a.name.isupper() and a.name not in defined)
+        m.__dict__["_own_unread_classes"] = found
+    return found
 
 
 BY_STEPS = (" (its loader is read again and again by `while True:`, and no set_epoch() call appears anywhere in "
