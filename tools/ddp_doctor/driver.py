@@ -642,7 +642,9 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="ddp_doctor.py", description=DESCRIPTION,
         epilog="Levels: error (a hang, a crash, a wrong result or lost work), warning (likely wrong), advice "
-               "(portability, style, speed). By default errors and warnings are reported; advice needs --select "
+               "(portability, style, speed, or a mistake that shows only on some launches: several nodes, a world "
+               "size that does not divide the set, another GPU list, unless the program shows such a launch). "
+               "By default errors and warnings are reported; advice needs --select "
                "(ALL, codes or prefixes) or --extend-select, here or in [tool.ddp-doctor] of the pyproject.toml "
                "found upward from each file. Exit code: 0 nothing reported, 1 findings reported (DDP000 included), "
                "2 bad arguments or configuration, 3 an internal error of the doctor (the file is named).")
