@@ -1030,3 +1030,14 @@ def test_DDP013_is_silent_for_a_list_from_the_command_line_or_a_configuration():
         assert found(f"os.environ.update(CUDA_VISIBLE_DEVICES={outside})") == [], outside
     assert found("os.environ['CUDA_VISIBLE_DEVICES'] = '0,1'") == ["DDP013"]
     assert found("os.environ.update(CUDA_VISIBLE_DEVICES='0,1')") == ["DDP013"]
+
+
+def test_a_folder_that_sets_NODE_RANK_does_not_read_it(tmp_path):
+    """The folder's text is read as the file's tree is: os.environ["NODE_RANK"] = "0" names no launch on
+    several nodes; reading it does."""
+    (tmp_path / "trainer.py").write_text("import torch\nimport torch.distributed as dist\n\n\n"
+                                         "def setup():\n    torch.cuda.set_device(dist.get_rank())\n")
+    (tmp_path / "env.py").write_text("import os\n\nos.environ['NODE_RANK'] = '0'\n")
+    assert findings_at(tmp_path, "--select", "ALL") == [("trainer.py", 6, "DDP001")]
+    (tmp_path / "env.py").write_text("import os\n\nnode = os.environ['NODE_RANK']\n")
+    assert findings_at(tmp_path, "--select", "ALL") == [("trainer.py", 6, "DDP026")]

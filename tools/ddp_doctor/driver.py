@@ -283,10 +283,11 @@ TARGET_START = re.compile(r"[\w.()\[\]'\"]*")  # what comes before `.attr` when 
 RANK_ZERO_TEST = re.compile(  # `rank == 0`, `opt.rank % opt.ngpus_per_node == 0`, `get_rank() == 0`, `not args.rank`
     r"\(?[ \t]*(?:[A-Za-z_][\w.]*\.)?(?:get_)?(?:global_|local_)?rank(?:\(\))?[ \t]*(?:%[ \t]*[\w.()]+[ \t]*)?\)?"
     r"[ \t]*==[ \t]*0|not[ \t]+(?:[A-Za-z_][\w.]*\.)?(?:get_)?(?:global_|local_)?rank(?:\(\))?")
-NODE_FACTS = re.compile(  # what launch.shows_several_nodes reads in a tree, here in a file's text (comments removed)
+NODE_FACTS = re.compile(  # what launch.shows_several_nodes reads in a tree, here in a file's text (comments
+    # removed): a read of a node variable (not `os.environ["NODE_RANK"] = ...`), a name, an option
     r"(?:environ(?:\.get)?|getenv)[ \t]*[\[(][ \t]*[\"'](?:NODE_RANK|GROUP_RANK|SLURM_NODEID|SLURM_NNODES|"
-    r"SLURM_JOB_NUM_NODES)[\"']|(?<![A-Za-z0-9])(?i:n[_-]?nodes|num[_-]nodes|node[_-]rank|node[_-]id|machine[_-]rank|"
-    r"num[_-]machines)"
+    r"SLURM_JOB_NUM_NODES)[\"'](?![ \t]*\][ \t]*=(?!=))"
+    r"|(?<![A-Za-z0-9\"'])(?i:n[_-]?nodes|num[_-]nodes|node[_-]rank|node[_-]id|machine[_-]rank|num[_-]machines)"
     r"(?![A-Za-z0-9])|[\"']--?(?:nodes|nr)[\"']|\b(?:args|opts?|config|cfg|conf|hparams|params|flags|FLAGS)\."
     r"(?:nodes|nr)\b")
 SPAWNS = re.compile(r"\b(?:spawn|start_processes)[ \t]*\(")
