@@ -90,9 +90,10 @@ def test_every_rule_has_a_level_with_its_reason():
 
 def test_the_source_posts_appendix_is_flagged_for_each_mistake_the_series_corrects():
     """README: Softmax before CrossEntropyLoss, get_rank() as local rank, no set_epoch, every rank prints,
-    NCCL hard-coded, CUDA_VISIBLE_DEVICES set inside the script."""
+    NCCL hard-coded; CUDA_VISIBLE_DEVICES set inside the script is silent: the post takes it from --gpu_id."""
     found = {f.code for f in ddp_doctor.check_file(CASES / "post_appendix.py")}
-    assert found >= {"DDP019", "DDP001", "DDP002", "DDP006", "DDP012", "DDP013"}, sorted(found)
+    assert found >= {"DDP019", "DDP001", "DDP002", "DDP006", "DDP012"}, sorted(found)
+    assert "DDP013" not in found and "DDP026" not in found, sorted(found)
 
 
 def test_the_series_passes_its_own_doctor():
@@ -148,7 +149,7 @@ def test_json_format_and_suppression(tmp_path):
     assert [(f["line"], f["code"], f["suppressed"]) for f in report["findings"]] == [
         (2, "DDP012", True), (4, "DDP013", False)], report
     assert set(report["findings"][0]) >= {"path", "line", "col", "code", "message", "suppressed", "severity"}, report
-    assert [f["severity"] for f in report["findings"]] == ["advice", "warning"], report
+    assert [f["severity"] for f in report["findings"]] == ["advice", "advice"], report
     assert report["summary"]["files"] == 1 and report["summary"]["findings"] == 1, report["summary"]
     assert report["summary"]["suppressed"] == 1, report["summary"]
     text = doctor("--select", "ALL", script)
@@ -277,7 +278,7 @@ def test_github_annotations():
                          r"title=(DDP\d{3})::(DDP\d{3}) (.+)")
     assert annotations and all(pattern.fullmatch(a) for a in annotations), annotations
     kinds = {pattern.fullmatch(a).group(4): pattern.fullmatch(a).group(1) for a in annotations}
-    assert kinds["DDP001"] == "error" and kinds["DDP013"] == "warning" and kinds["DDP012"] == "notice", kinds
+    assert kinds["DDP002"] == "error" and kinds["DDP001"] == kinds["DDP012"] == "notice", kinds
     assert lines[-1].startswith("ddp-doctor: ")  # the summary, as a plain log line
     finding = driver.Finding("a,b.ipynb", 3, 5, "DDP005", "100% of\nit", cell=2)
     assert driver.github_line(finding) == \
@@ -321,7 +322,7 @@ def notebook_json(cells):
 
 
 CODE_CELL = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
-VISIBLE = "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n"  # one DDP013 (a warning) on line 2
+VISIBLE = "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n"  # one DDP013 (advice: --select it) on line 2
 
 
 def test_malformed_files_are_one_DDP000_each_and_the_run_goes_on(tmp_path):
@@ -355,7 +356,7 @@ def test_malformed_files_are_one_DDP000_each_and_the_run_goes_on(tmp_path):
         good["deep_3000.py"] = deep  # a Python whose compiler takes it: the doctor reads it too
     except RecursionError:
         bad["deep_3000.py"] = deep  # CPython cannot compile it either: DDP000
-    result = doctor("--format", "json", tmp_path)
+    result = doctor("--format", "json", "--select", "DDP013", tmp_path)
     assert "Traceback" not in result.stderr and result.returncode == 1, result
     report = json.loads(result.stdout)
     codes = {name: [f["code"] for f in report["findings"] if f["path"].endswith("/" + name)]
@@ -379,7 +380,7 @@ def test_an_internal_error_names_the_file_exits_3_and_the_run_goes_on(tmp_path, 
     monkeypatch.setattr(driver, "RULE_FUNCTIONS", [rule_that_fails, *driver.RULE_FUNCTIONS])
     (tmp_path / "a_fails.py").write_text("explode()\n")
     (tmp_path / "b_fine.py").write_text(VISIBLE)
-    exit_code = ddp_doctor.main([str(tmp_path)])
+    exit_code = ddp_doctor.main(["--select", "DDP013", str(tmp_path)])
     out, err = capsys.readouterr()
     assert exit_code == 3, (out, err)
     assert re.search(r"internal error while checking \S+a_fails\.py: rule_that_fails: KeyError", err), err
@@ -489,9 +490,9 @@ def test_evaluation_record_totals_agree_with_its_tables():
     assert len(evaluation.problems(evaluation.rounds(made_up))) == 2  # wrong totals, script not listed
 
 
-def findings_at(path):
-    """The doctor's findings (default selection) on a file or a folder, as (file name, line, code)."""
-    result = doctor("--format", "json", path)
+def findings_at(path, *options):
+    """The doctor's findings (default selection, or options') on a file or a folder, as (file name, line, code)."""
+    result = doctor("--format", "json", *options, path)
     assert result.returncode in (0, 1), result
     return [(f["path"].rpartition("/")[2], f["line"], f["code"]) for f in json.loads(result.stdout)["findings"]]
 
@@ -504,12 +505,12 @@ def test_a_folder_is_read_as_one_program_for_the_gather_of_an_evaluation(tmp_pat
         "dist.init_process_group('gloo')\n"
         "val_loader = DataLoader(val_set, sampler=DistributedSampler(val_set, shuffle=False))\n"
         "counts = sum(len(batch) for batch in val_loader)\ndist.all_reduce(counts)\n")
-    alone = findings_at(tmp_path / "main.py")
+    alone = findings_at(tmp_path / "main.py", "--extend-select", "DDP018")
     assert [code for _, _, code in alone] == ["DDP018"], alone
     (tmp_path / "evaluator.py").write_text("import torch.distributed as dist\n\n\ndef merge(results):\n"
                                            "    every = [None] * dist.get_world_size()\n"
                                            "    dist.all_gather_object(every, results)\n    return every\n")
-    folder = findings_at(tmp_path)
+    folder = findings_at(tmp_path, "--extend-select", "DDP018")
     assert folder == [], folder
 
 
@@ -604,15 +605,15 @@ def test_a_folder_shows_that_it_joins_its_group_as_the_local_rank(tmp_path):
     (tmp_path / "trainer.py").write_text(
         "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
         "\n\ndef wrap(model):\n    return DDP(model, device_ids=[dist.get_rank()])\n")
-    alone = findings_at(tmp_path / "trainer.py")
+    alone = findings_at(tmp_path / "trainer.py", "--extend-select", "DDP001")
     assert alone == [("trainer.py", 7, "DDP001")], alone
     comm = ("import os\n\nimport torch.distributed as dist\n\n\ndef init():\n"
             "    local_rank = int(os.getenv('{}', 0))\n    dist.init_process_group('gloo', rank=local_rank)\n")
     (tmp_path / "comm.py").write_text(comm.format("LOCAL_RANK"))
-    folder = findings_at(tmp_path)
+    folder = findings_at(tmp_path, "--extend-select", "DDP001")
     assert folder == [], folder
     (tmp_path / "comm.py").write_text(comm.format("RANK"))
-    global_rank = findings_at(tmp_path)
+    global_rank = findings_at(tmp_path, "--extend-select", "DDP001")
     assert global_rank == [("trainer.py", 7, "DDP001")], global_rank
 
 
@@ -626,17 +627,17 @@ def test_a_folder_shows_that_it_runs_on_one_node_and_saves_cpu_tensors(tmp_path)
         "    torch.save({k: v.cpu() for k, v in model.state_dict().items()}, path)\n\n\n"
         "def run(index, world, model, path):\n    dist.init_process_group('gloo', rank=index, world_size=world)\n"
         "    torch.cuda.set_device(dist.get_rank())\n    model.load_state_dict(torch.load(path))\n")
-    alone = findings_at(tmp_path / "worker.py")
+    alone = findings_at(tmp_path / "worker.py", "--extend-select", "DDP001")
     assert alone == [("worker.py", 11, "DDP001")], alone
     (tmp_path / "launch.py").write_text(
         "import os\n\nimport torch\nimport torch.multiprocessing as mp\n\nfrom worker import run\n\n"
         "os.environ['MASTER_ADDR'] = 'localhost'\nos.environ['MASTER_PORT'] = '29500'\n"
         "mp.spawn(run, args=(torch.cuda.device_count(), None, 'w.pt'), nprocs=torch.cuda.device_count())\n")
-    folder = findings_at(tmp_path)
+    folder = findings_at(tmp_path, "--extend-select", "DDP001")
     assert folder == [], folder
     (tmp_path / "export.py").write_text("import torch\n\n\ndef export(model):\n"
                                         "    torch.save(model.state_dict(), 'w.pt')\n")
-    saved_on_gpu = findings_at(tmp_path)
+    saved_on_gpu = findings_at(tmp_path, "--extend-select", "DDP001")
     assert saved_on_gpu == [("worker.py", 12, "DDP008")], saved_on_gpu
 
 
@@ -763,7 +764,7 @@ def test_a_folder_shows_that_it_joins_its_group_as_the_launchers_local_rank(tmp_
     (tmp_path / "trainer.py").write_text(
         "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
         "\n\ndef wrap(model):\n    return DDP(model, device_ids=[dist.get_rank()])\n")
-    alone = findings_at(tmp_path / "trainer.py")
+    alone = findings_at(tmp_path / "trainer.py", "--extend-select", "DDP001")
     assert alone == [("trainer.py", 7, "DDP001")], alone
     (tmp_path / "main.py").write_text(
         "import argparse\n\nparser = argparse.ArgumentParser()\n"
@@ -771,13 +772,13 @@ def test_a_folder_shows_that_it_joins_its_group_as_the_launchers_local_rank(tmp_
     comm = ("import torch.distributed as dist\n\n\ndef init(args):\n    local_rank = args.local_rank\n"
             "    dist.init_process_group('nccl', init_method='env://', rank={})\n")
     (tmp_path / "comm.py").write_text(comm.format("local_rank"))
-    folder = findings_at(tmp_path)
+    folder = findings_at(tmp_path, "--extend-select", "DDP001")
     assert folder == [], folder
     (tmp_path / "comm.py").write_text(comm.format("args.local_rank"))
-    direct = findings_at(tmp_path)
+    direct = findings_at(tmp_path, "--extend-select", "DDP001")
     assert direct == [], direct
     (tmp_path / "comm.py").write_text(comm.format("args.rank"))
-    global_rank = findings_at(tmp_path)
+    global_rank = findings_at(tmp_path, "--extend-select", "DDP001")
     assert global_rank == [("trainer.py", 7, "DDP001")], global_rank
 
 
@@ -1100,3 +1101,82 @@ def test_a_class_nothing_uses_in_a_file_the_program_uses(tmp_path):
     assert [f for f in findings_at(tmp_path) if f[2] == "DDP008"] == []
     (tmp_path / "main.py").write_text(main.format("from trainers import Trainer", "Trainer"))
     assert [f for f in findings_at(tmp_path) if f[2] == "DDP008"] == [("base_trainer.py", 10, "DDP008")]
+# dfix24a: errors and warnings for mistakes wrong on every launch the program allows; DDP001 / DDP026
+
+
+def test_a_mistake_that_shows_only_on_some_launches_is_advice_unless_the_program_shows_such_a_launch():
+    """DDP001 (a second node), DDP013 (another GPU list) and DDP018 (a set that does not divide by the world
+    size) are advice; DDP026, DDP001's use in a program that shows several nodes, is an error."""
+    levels = ddp_doctor.LEVELS
+    assert levels["DDP001"] == levels["DDP013"] == levels["DDP018"] == "advice", levels
+    assert levels["DDP026"] == "error" and list(levels)[-1] == "DDP026", levels
+    assert "second node" in ddp_doctor.message("DDP001", "rank")
+    explained = doctor("--explain", "DDP026").stdout
+    for fact in ("NODE_RANK", "GROUP_RANK", "SLURM_NODEID", "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "nnodes",
+                 "num_nodes", "n_nodes", "node_rank", "node_id", "machine_rank", "num_machines", "-nr"):
+        assert fact in explained, fact
+
+
+@pytest.mark.parametrize("fact", [
+    "node_rank = int(os.environ['NODE_RANK'])", "nodes = os.environ.get('SLURM_NNODES')",
+    "n = os.getenv('SLURM_JOB_NUM_NODES', '1')", "group = os.environ['GROUP_RANK']",
+    "parser.add_argument('--num-nodes', type=int)", "parser.add_argument('-nr', '--nr', type=int)",
+    "world = args.nnodes * 8", "world = cfg.machine_rank", "def setup(rank, num_machines): pass",
+    "print(args.nodes)"])
+def test_each_node_fact_makes_the_global_rank_as_device_DDP026(fact):
+    source = ("import os\nimport argparse\nimport torch\nimport torch.distributed as dist\n"
+              "parser = argparse.ArgumentParser()\nargs = cfg = parser.parse_args()\n"
+              f"{fact}\ntorch.cuda.set_device(dist.get_rank())\n")
+    assert [(f.line, f.code) for f in ddp_doctor.check_source(source, "train.py")] == [(8, "DDP026")], fact
+
+
+@pytest.mark.parametrize("not_a_fact", [
+    "os.environ['NODE_RANK'] = '0'", "print('NODE_RANK')", "graph_nodes = len(g.nodes)", "print(args.node)",
+    "# args.nnodes in a comment"])
+def test_what_is_not_a_node_fact_leaves_DDP001(not_a_fact):
+    source = ("import os\nimport torch\nimport torch.distributed as dist\n"
+              f"{not_a_fact}\ntorch.cuda.set_device(dist.get_rank())\n")
+    assert [(f.line, f.code) for f in ddp_doctor.check_source(source, "train.py")] == [(5, "DDP001")], not_a_fact
+
+
+def test_a_folder_shows_that_it_runs_on_several_nodes(tmp_path):
+    """DDP026 in a folder run: trainer.py uses the global rank as a device (DDP001's advice alone); launch.py
+    reads --nnodes and NODE_RANK: the folder runs on several nodes, the same use is DDP026 (reported by
+    default); single-node by construction silences both."""
+    (tmp_path / "trainer.py").write_text(
+        "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "\n\ndef wrap(model):\n    return DDP(model, device_ids=[dist.get_rank()])\n")
+    assert findings_at(tmp_path / "trainer.py") == []
+    assert findings_at(tmp_path / "trainer.py", "--select", "ALL") == [("trainer.py", 7, "DDP001")]
+    (tmp_path / "launch.py").write_text("# a comment that says --nnodes is not enough\nimport os\n")
+    assert findings_at(tmp_path, "--select", "ALL") == [("trainer.py", 7, "DDP001")]
+    (tmp_path / "launch.py").write_text(
+        "import argparse\nimport os\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--nnodes', type=int, default=1)\nnode = int(os.environ.get('NODE_RANK', 0))\n")
+    assert findings_at(tmp_path) == [("trainer.py", 7, "DDP026")]
+    assert findings_at(tmp_path, "--select", "ALL") == [("trainer.py", 7, "DDP026")]  # one of the two, never both
+    (tmp_path / "spawn.py").write_text(
+        "import os\n\nimport torch.multiprocessing as mp\n\nos.environ['MASTER_ADDR'] = 'localhost'\n"
+        "mp.spawn(print, nprocs=2)\n")
+    assert findings_at(tmp_path, "--select", "ALL") == []
+
+
+def test_DDP013_is_silent_for_a_list_from_the_command_line_or_a_configuration():
+    def found(line):
+        return [f.code for f in ddp_doctor.check_source(f"import os\n{line}\n", "train.py")]
+    for outside in ("args.gpu_id", "str(cfg.gpus)", "config['gpus']", "','.join(cfg.gpus)"):
+        assert found(f"os.environ['CUDA_VISIBLE_DEVICES'] = {outside}") == [], outside
+        assert found(f"os.environ.update(CUDA_VISIBLE_DEVICES={outside})") == [], outside
+    assert found("os.environ['CUDA_VISIBLE_DEVICES'] = '0,1'") == ["DDP013"]
+    assert found("os.environ.update(CUDA_VISIBLE_DEVICES='0,1')") == ["DDP013"]
+
+
+def test_a_folder_that_sets_NODE_RANK_does_not_read_it(tmp_path):
+    """The folder's text is read as the file's tree is: os.environ["NODE_RANK"] = "0" names no launch on
+    several nodes; reading it does."""
+    (tmp_path / "trainer.py").write_text("import torch\nimport torch.distributed as dist\n\n\n"
+                                         "def setup():\n    torch.cuda.set_device(dist.get_rank())\n")
+    (tmp_path / "env.py").write_text("import os\n\nos.environ['NODE_RANK'] = '0'\n")
+    assert findings_at(tmp_path, "--select", "ALL") == [("trainer.py", 6, "DDP001")]
+    (tmp_path / "env.py").write_text("import os\n\nnode = os.environ['NODE_RANK']\n")
+    assert findings_at(tmp_path, "--select", "ALL") == [("trainer.py", 6, "DDP026")]

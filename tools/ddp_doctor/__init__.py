@@ -17,7 +17,10 @@ other `%%` cells are skipped); a `%%writefile x.py` cell is read as the file it 
 
 Each rule has a level: error (a hang, a crash, a wrong result or lost work), warning (likely wrong) or
 advice (portability, style, speed, a risk: a hard-coded NCCL backend, a non-atomic save, the legacy --local_rank,
-`module.` keys in a saved state dict).
+`module.` keys in a saved state dict). Errors and warnings are for mistakes that are wrong on every multi-process
+launch the program allows; a mistake that shows only on some launches (several nodes, a world size that does not
+divide the set, another GPU list) is advice, unless the program itself shows such a launch (DDP001, the global
+rank as a device, is advice; DDP026, the same in a program that reads a node's rank or count, is an error).
 Errors and warnings are reported by default; advice is chosen with ruff's spelling, --select (codes or
 prefixes, comma-separated, or ALL), --extend-select and --ignore, or the same keys (select, extend-select,
 ignore) in a [tool.ddp-doctor] table of the pyproject.toml found upward from each checked file. Files are

@@ -284,6 +284,13 @@ TARGET_START = re.compile(r"[\w.()\[\]'\"]*")  # what comes before `.attr` when 
 RANK_ZERO_TEST = re.compile(  # `rank == 0`, `opt.rank % opt.ngpus_per_node == 0`, `get_rank() == 0`, `not args.rank`
     r"\(?[ \t]*(?:[A-Za-z_][\w.]*\.)?(?:get_)?(?:global_|local_)?rank(?:\(\))?[ \t]*(?:%[ \t]*[\w.()]+[ \t]*)?\)?"
     r"[ \t]*==[ \t]*0|not[ \t]+(?:[A-Za-z_][\w.]*\.)?(?:get_)?(?:global_|local_)?rank(?:\(\))?")
+NODE_FACTS = re.compile(  # what launch.shows_several_nodes reads in a tree, here in a file's text (comments
+    # removed): a read of a node variable (not `os.environ["NODE_RANK"] = ...`), a name, an option
+    r"(?:environ(?:\.get)?|getenv)[ \t]*[\[(][ \t]*[\"'](?:NODE_RANK|GROUP_RANK|SLURM_NODEID|SLURM_NNODES|"
+    r"SLURM_JOB_NUM_NODES)[\"'](?![ \t]*\][ \t]*=(?!=))"
+    r"|(?<![A-Za-z0-9\"'])(?i:n[_-]?nodes|num[_-]nodes|node[_-]rank|node[_-]id|machine[_-]rank|num[_-]machines)"
+    r"(?![A-Za-z0-9])|[\"']--?(?:nodes|nr)[\"']|\b(?:args|opts?|config|cfg|conf|hparams|params|flags|FLAGS)\."
+    r"(?:nodes|nr)\b")
 SPAWNS = re.compile(r"\b(?:spawn|start_processes)[ \t]*\(")
 REPEATS = re.compile(r"^[ \t]*(?:async[ \t]+)?for[ \t][^\n]*(?i:epoch)[^\n]*:|"
                      r"^[ \t]*while[ \t]+(?:True|1)[ \t]*:", re.M)
@@ -329,6 +336,7 @@ def folder_facts(paths):
             modules = {p.stem for p in files} | {p.name for p in root.rglob("*") if p.is_dir()}
             referred, entry_point = set(), False
             repeats = False  # a loop over epochs, or a `while True:`, in some file of the folder
+            several_nodes = False  # a file reads a node's rank or the number of nodes (DDP026)
             for path in files:
                 if path.suffix == ".py":
                     try:
@@ -339,7 +347,8 @@ def folder_facts(paths):
                     entry_point = entry_point or bool(MAIN_GUARD.search(text)) or any(
                         not keyword.iskeyword(name) and name != "print" for name in TOP_LEVEL_CALL.findall(text))
                     names.update(CALLED.findall(text))
-                    built.update(BUILT.findall(COMMENT.sub("", text)))
+                    code = COMMENT.sub("", text)  # (the text without comments, read by three facts)
+                    built.update(BUILT.findall(code))
                     rank_attributes.update(RANK_ATTRIBUTE.findall(text))
                     rank_tests.update(RANK_TEST_FUNCTION.findall(text))
                     imported.update(n for group in FROM_IMPORT.findall(text) for n in IMPORTED_NAME.findall(group))
@@ -355,8 +364,9 @@ def folder_facts(paths):
                     local_option = local_option or bool(LOCAL_RANK_OPTION.search(text))
                     attribute_sets.extend(attribute_assignments(text))
                     saves += len(TORCH_SAVE.findall(text))
-                    gpu_saves.extend(gpu_saves_in(COMMENT.sub("", text)))
+                    gpu_saves.extend(gpu_saves_in(code))
                     repeats = repeats or bool(REPEATS.search(text))
+                    several_nodes = several_nodes or bool(NODE_FACTS.search(code))
                     classes.update(class_bodies(text))
             shared = FolderFacts(names)
             shared.buffered_classes = buffered_classes(classes)
@@ -372,6 +382,7 @@ def folder_facts(paths):
             shared.referred, shared.modules = frozenset(referred), frozenset(modules)
             shared.entry_point = entry_point
             shared.repeats = repeats
+            shared.several_nodes = several_nodes
             facts.update((path, shared) for path in files)
     return facts
 
@@ -439,6 +450,7 @@ class FolderFacts(frozenset):
     repeats = False  # a file of the folder loops over epochs (`for epoch in ...:`) or `while True:` (DDP002)
     classes = frozenset()  # the names of the top-level classes its files define
     epoch_setters = frozenset()  # those of its classes whose text calls `<x>.sampler.set_epoch(` (DDP002)
+    several_nodes = False  # a file reads a node's rank or the number of nodes: NODE_RANK, args.nnodes (DDP026)
 
 
 MAIN_GUARD = re.compile(r"^if[ \t]+__name__[ \t]*==", re.M)
@@ -637,7 +649,9 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="ddp_doctor.py", description=DESCRIPTION,
         epilog="Levels: error (a hang, a crash, a wrong result or lost work), warning (likely wrong), advice "
-               "(portability, style, speed). By default errors and warnings are reported; advice needs --select "
+               "(portability, style, speed, or a mistake that shows only on some launches: several nodes, a world "
+               "size that does not divide the set, another GPU list, unless the program shows such a launch). "
+               "By default errors and warnings are reported; advice needs --select "
                "(ALL, codes or prefixes) or --extend-select, here or in [tool.ddp-doctor] of the pyproject.toml "
                "found upward from each file. Exit code: 0 nothing reported, 1 findings reported (DDP000 included), "
                "2 bad arguments or configuration, 3 an internal error of the doctor (the file is named).")

@@ -27,7 +27,8 @@ RULE_FUNCTIONS = sorted((f for family in FAMILIES for name, f in vars(family).it
                          if name.startswith("rule_") and callable(f)), key=lambda f: codes_of(f)[0])
 
 LEVEL_NAMES = ("error", "warning", "advice")  # errors: a hang, a crash, a wrong result or lost work;
-# warnings: likely wrong; advice: portability, style, speed. By default the doctor reports errors and warnings.
+# warnings: likely wrong (both: on every launch the program allows); advice: portability, style, speed, or wrong
+# only on some launches the program does not show. By default the doctor reports errors and warnings.
 LEVEL_LINE = re.compile(r"^\s*(Error|Warning|Advice): (\S.*)$", re.M)
 
 

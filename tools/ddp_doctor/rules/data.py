@@ -642,7 +642,7 @@ def map_style_dataset(m, made):
 def rule_padded_evaluation(m):
     """DDP018: DistributedSampler(val_set) with padding, in a function that gathers nothing.
 
-    Warning: likely wrong: the metric counts some samples twice (close, not exact).
+    Advice: wrong only when the set's size does not divide by the world size, two values the code does not show.
     """
     evalish = re.compile(r"val|test|eval|valid", re.I)
     for call in distributed_samplers(m):

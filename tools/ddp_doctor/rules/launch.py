@@ -18,10 +18,13 @@ from ..program import (
 
 RULES = {
     "DDP001": ("global-rank-as-device", "{detail} is the global rank (get_rank() / RANK), used as a device index: "
-               "use LOCAL_RANK",
-               "get_rank() and RANK number the processes of the whole job. On a second machine they go on "
-               "from where the first machine stopped (8, 9, ...), so cuda:RANK names a GPU that does not exist "
-               "('invalid device ordinal'). The device index on a machine is the local rank.",
+               "wrong on a second node; use LOCAL_RANK",
+               "get_rank() and RANK number the processes of the whole job. On one machine they equal the local "
+               "rank, and the script runs; on a second machine they go on from where the first machine stopped "
+               "(8, 9, ...), so cuda:RANK names a GPU that does not exist ('invalid device ordinal'). This program "
+               "shows no launch across nodes (it reads no node rank and no number of nodes), so the mistake waits "
+               "for a launch the code does not show: advice. The same use in a program that reads a node's rank "
+               "or the number of nodes is DDP026, an error.",
                "local_rank = int(os.environ['LOCAL_RANK']); torch.cuda.set_device(local_rank). Conservative: "
                "only a name assigned from get_rank() / RANK in the same function, by the assignment that reaches "
                "the use (not the other branches of an if/elif chain that set it from a local rank), or the "
@@ -45,10 +48,13 @@ RULES = {
                "the variable in Python works only if nothing has touched CUDA yet, and then it renumbers the "
                "GPUs under LOCAL_RANK, so local rank 1 may see one GPU or none.",
                "Choose GPUs outside the script: CUDA_VISIBLE_DEVICES=0,2 torchrun --nproc_per_node=2 train.py. "
-               "Conservative: only a GPU list written in the script (a string, or an argparse default); silent "
-               "for \"-1\" (a CPU run), a value computed from the rank (an MPI or SLURM task's own GPU) or one "
-               "the doctor cannot read (a function's parameter), and for a command-line option that the script sets "
-               "before it starts its workers itself (mp.spawn): the person running it chose the GPUs.",
+               "Advice: it goes wrong only on a launch the code does not show (a scheduler that gave the job other "
+               "GPUs, a list that disagrees with --nproc_per_node, CUDA started before the line). "
+               "Conservative: only a GPU list written in the script as a string; silent for \"-1\" (a CPU run), "
+               "a value computed from the rank (an MPI or SLURM task's own GPU), one the doctor cannot read (a "
+               "function's parameter), and one from the command line or a configuration "
+               "(os.environ['CUDA_VISIBLE_DEVICES'] = args.gpu_id, str(cfg.gpus)): the person running the script "
+               "chose the GPUs, through another door than the launcher's.",
                "04 · From single device to DDP"),
     "DDP014": ("legacy-local-rank-argument", "{detail} as an argparse option: the legacy launcher's way",
                "torch.distributed.launch passed --local_rank (since torch 2.0 --local-rank) on the command "
@@ -57,6 +63,22 @@ RULES = {
                "local_rank = int(os.environ['LOCAL_RANK']). Silent when the option's default reads LOCAL_RANK "
                "(the compatible form lesson 04 shows).",
                "04 · From single device to DDP"),
+    "DDP026": ("global-rank-as-device-multi-node", "{detail} is the global rank (get_rank() / RANK), used as a "
+               "device index in a program that runs on several nodes: use LOCAL_RANK",
+               "get_rank() and RANK number the processes of the whole job: on the second node they go on from "
+               "where the first stopped (8, 9, ...), so cuda:RANK names a GPU that does not exist ('invalid device "
+               "ordinal'), or two processes share one GPU. This program shows that it runs on several nodes: it "
+               "reads a node's rank or the number of nodes, so every launch it is written for crashes on every "
+               "node after the first.",
+               "local_rank = int(os.environ['LOCAL_RANK']) (or global rank % GPUs per node); "
+               "torch.cuda.set_device(local_rank). The same conservative shape as DDP001, with the same silences "
+               "(single-node by construction), in a program that shows several nodes: the file (or a file of its "
+               "folder) reads NODE_RANK, GROUP_RANK, SLURM_NODEID, SLURM_NNODES or SLURM_JOB_NUM_NODES from the "
+               "environment (os.environ[...], .get, getenv), or has an option, parameter, attribute or variable "
+               "named like nnodes, num_nodes, n_nodes, node_rank, node_id, machine_rank or num_machines (or the "
+               "option --nodes, -nr / --nr, args.nodes, args.nr of the pytorch DDP tutorial). Without such a "
+               "fact the same use is DDP001's advice.",
+               "02 · Processes, ranks and world size; 10 · Multi-node, SLURM, and the security of the rendezvous"),
 }
 
 
@@ -95,11 +117,15 @@ def device_indices(call):
     return found
 
 
-def rule_global_rank_as_device(m):
-    """DDP001: a global rank used as a device index.
+def global_rank_devices(m):
+    """[(node, detail)] for each global rank used directly as a device index, read once for DDP001 and DDP026;
+    nothing in a program that is single-node by construction."""
+    if not hasattr(m, "_global_rank_devices"):
+        m._global_rank_devices = list(_global_rank_devices(m))
+    return m._global_rank_devices
 
-    Error: a crash ('invalid device ordinal') or two processes on one GPU, on any machine after the first.
-    """
+
+def _global_rank_devices(m):
     if m.single_node():
         return  # every process on this machine: the global rank is the local rank
     named = set(m.named_calls(*DEVICE_CALLS))
@@ -109,7 +135,7 @@ def rule_global_rank_as_device(m):
             continue  # no device call and no device_ids=: nothing to read (most calls; no node read)
         for index in device_indices(call):
             if is_global_rank(m, index, m.bound_to(m.scope(call), is_global_rank_expr)):
-                yield index, "DDP001", unparse(index)
+                yield index, unparse(index)
     cuda_prefixes = {m.parent.get(n) for text, found in m.strings().items() if text.endswith("cuda:")
                      for n in found}  # the f-strings with a "cuda:" part
     for node in m.of_type(ast.JoinedStr):  # f"cuda:{rank}"
@@ -119,7 +145,68 @@ def rule_global_rank_as_device(m):
             if isinstance(before, ast.Constant) and str(before.value).endswith("cuda:") and \
                     isinstance(value, ast.FormattedValue) and \
                     is_global_rank(m, value.value, m.bound_to(m.scope(node), is_global_rank_expr)):
-                yield value.value, "DDP001", unparse(value.value)
+                yield value.value, unparse(value.value)
+
+
+NODE_ENV = frozenset({"NODE_RANK", "GROUP_RANK", "SLURM_NODEID", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"})
+NODE_WORD = re.compile(r"(?<![A-Za-z0-9])(?:n_?nodes|num_nodes|node_rank|node_id|machine_rank|num_machines)"
+                       r"(?![A-Za-z0-9])", re.I)  # in a name, attribute, parameter or option (dashes read as _)
+SHORT_NODE_WORDS = ("nodes", "nr")  # only as an option (--nodes, -nr) or an option's attribute (args.nodes)
+OPTION_HOLDERS = frozenset({"args", "opt", "opts", "config", "cfg", "conf", "hparams", "params", "flags", "FLAGS"})
+
+
+def shows_several_nodes(m):
+    """Whether the program shows that it runs on several nodes: it reads a node's rank or the number of nodes,
+    from the environment (NODE_RANK, GROUP_RANK, SLURM_NODEID, SLURM_NNODES, SLURM_JOB_NUM_NODES, through
+    os.environ[...], .get or getenv) or by name (an option, parameter, attribute or variable named like nnodes,
+    num_nodes, n_nodes, node_rank, node_id, machine_rank, num_machines; the option --nodes or -nr / --nr of the
+    pytorch DDP tutorial, or args.nodes, args.nr). Read in this file, or in any file of its folder (driver)."""
+    if getattr(m.folder_call_names, "several_nodes", False):
+        return True
+    if not hasattr(m, "_several_nodes"):
+        m._several_nodes = env_reads_nodes(m) or any(
+            NODE_WORD.search(word) for word in {n.id for n in m.of_type(ast.Name)} |
+            {n.arg for n in m.of_type(ast.arg)} | {n.attr for n in m.of_type(ast.Attribute)}) or any(
+            n.attr in SHORT_NODE_WORDS and dotted(n.value) in OPTION_HOLDERS for n in m.of_type(ast.Attribute)) or any(
+            isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-") and (
+                NODE_WORD.search(a.value.lstrip("-").replace("-", "_")) or a.value.lstrip("-") in SHORT_NODE_WORDS)
+            for c in m.named_calls("add_argument") for a in c.args)
+    return m._several_nodes
+
+
+def env_reads_nodes(m):
+    """Whether the file reads a node variable of the environment: os.environ["NODE_RANK"], .get, getenv."""
+    strings = m.strings()
+    for name in NODE_ENV & set(strings):
+        for node in strings[name]:
+            parent = m.parent.get(node)
+            if isinstance(parent, ast.Subscript) and isinstance(parent.ctx, ast.Load) and \
+                    dotted(parent.value).endswith("environ"):
+                return True
+            if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node and \
+                    dotted(parent.func).endswith(("environ.get", "getenv")):
+                return True
+    return False
+
+
+def rule_global_rank_as_device(m):
+    """DDP001: a global rank used as a device index, in a program that shows no launch across nodes.
+
+    Advice: wrong only on a second node ('invalid device ordinal'), a launch this program does not show.
+    """
+    found = global_rank_devices(m)
+    if found and not shows_several_nodes(m):
+        yield from ((node, "DDP001", detail) for node, detail in found)
+
+
+def rule_global_rank_as_device_across_nodes(m):
+    """DDP026: a global rank used as a device index, in a program that shows it runs on several nodes.
+
+    Error: a crash ('invalid device ordinal') or two processes on one GPU, on every node after the first.
+    """
+    found = global_rank_devices(m)
+    if found and shows_several_nodes(m):
+        yield from ((node, "DDP026", detail) for node, detail in found)
 
 
 def rule_nccl_hard_coded(m):
@@ -140,55 +227,44 @@ def rule_nccl_hard_coded(m):
         yield backend, "DDP012", ""
 
 
-def hard_coded_gpus(m, value):
-    """A GPU list written in the script: a string constant ("0,2"), or an argparse option whose default is one
-    (`--gpu_id` default '0,2'). Not "" or "-1" (every GPU hidden: the way to make a run use the CPU), and not
-    a value the doctor cannot read (a function's parameter, a rank: an MPI or SLURM task's own GPU)."""
-    def gpu_list(node):
-        return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip() not in ("", "-1")
-    if gpu_list(value):
-        return True
-    if isinstance(value, ast.Attribute):
-        for call in m.named_calls("add_argument"):
-            flags = [a.value.lstrip("-").replace("-", "_") for a in call.args
-                     if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-            if value.attr in flags or is_const(keyword(call, "dest"), value.attr):
-                return gpu_list(keyword(call, "default"))
-    return False
+def hard_coded_gpus(value):
+    """A GPU list written in the script as a string constant ("0,2"). Not "" or "-1" (every GPU hidden: the way
+    to make a run use the CPU), and not a value the doctor cannot read (a function's parameter, a rank: an MPI or
+    SLURM task's own GPU), nor one from the command line or a configuration (from_outside)."""
+    return isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.strip() not in ("", "-1")
+
+
+def from_outside(value):
+    """A value from the command line or a configuration: an attribute or an item of an object (args.gpu_id,
+    cfg["gpus"]), perhaps through str() or ",".join(): the person running the script chose it."""
+    while isinstance(value, ast.Call) and len(value.args) == 1 and last_name(value) in ("str", "join"):
+        value = value.args[0]
+    if isinstance(value, ast.Subscript):
+        return not dotted(value.value).endswith("environ")
+    return isinstance(value, ast.Attribute)
 
 
 def rule_cuda_visible_devices(m):
-    """DDP013: os.environ["CUDA_VISIBLE_DEVICES"] = ... (or setdefault / update / putenv) in the script.
+    """DDP013: os.environ["CUDA_VISIBLE_DEVICES"] = "0,2" (or setdefault / update / putenv) in the script.
 
-    Warning: likely wrong: it works only before CUDA starts, and renumbers the GPUs under LOCAL_RANK.
+    Advice: wrong only on a launch with another GPU list (a scheduler's), or once CUDA started: not shown.
     """
     setters = set(m.named_calls(*[name for name in m.calls_named if name.endswith(("setdefault", "putenv", "update"))]))
     for node in m.of_type(ast.Assign, ast.AugAssign, *([ast.Call] if setters else [])):  # (the calls: only setters)
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Subscript) and dotted(target.value).endswith("environ") and \
-                        is_const(target.slice, "CUDA_VISIBLE_DEVICES") and hard_coded_gpus(m, node.value) and \
-                        not chosen_by_launcher(m, node, node.value):
+                        is_const(target.slice, "CUDA_VISIBLE_DEVICES") and hard_coded_gpus(node.value):
                     yield target, "DDP013", ""
         elif node in setters:
             name = dotted(node.func)
             if name.endswith(("environ.setdefault", "putenv")) and node.args and \
                     is_const(node.args[0], "CUDA_VISIBLE_DEVICES") and len(node.args) > 1 and \
-                    hard_coded_gpus(m, node.args[1]) and not chosen_by_launcher(m, node, node.args[1]):
+                    hard_coded_gpus(node.args[1]):
                 yield node, "DDP013", ""
-            elif name.endswith("environ.update") and any(k.arg == "CUDA_VISIBLE_DEVICES" for k in node.keywords):
+            elif name.endswith("environ.update") and any(k.arg == "CUDA_VISIBLE_DEVICES" and not from_outside(k.value)
+                                                         for k in node.keywords):
                 yield node, "DDP013", ""
-
-
-def chosen_by_launcher(m, node, value):
-    """A command-line option (`os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu`) set by the process that then
-    starts the workers itself (mp.spawn, start_processes, Process, later in the same function or module): the
-    person who runs the script chooses the GPUs, before any worker exists; a list written as a string is not."""
-    if not isinstance(value, ast.Attribute):
-        return False
-    scope = m.scope(node)
-    return any(m.scope(c) is scope and c.lineno > node.lineno
-               for c in m.named_calls("spawn", "start_processes", "Process"))
 
 
 def rule_legacy_local_rank_argument(m):
