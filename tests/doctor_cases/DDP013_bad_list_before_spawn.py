@@ -1,6 +1,6 @@
 # ruff: noqa
-# Before mp.spawn too, but a GPU list written in the script as a string still fires; the option set after
-# the workers were started is the person's own choice (from the command line): silent.
+# Before mp.spawn too, but a GPU list written in the script as a string still fires, and so does an option
+# set after the workers were started (they never see it).
 import argparse
 import os
 
@@ -17,4 +17,4 @@ if __name__ == "__main__":
     args = parser.parse_args()
     os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"  # expect: DDP013
     mp.spawn(worker, nprocs=2, args=(args,))
-    os.environ["CUDA_VISIBLE_DEVICES"] = args.devices
+    os.environ["CUDA_VISIBLE_DEVICES"] = args.devices  # expect: DDP013

@@ -2,8 +2,7 @@
 # The source post's appendix, ddp_demo.py (附錄：完整DDP訓練代碼), with its line breaks restored and
 # nothing else changed (lesson 04 runs it on the CPU with two edits). Each `expect:` is a mistake the
 # series corrects (README): Softmax before CrossEntropyLoss, get_rank() as the local rank, no set_epoch,
-# every rank prints, NCCL hard-coded. The sixth, CUDA_VISIBLE_DEVICES set inside the script, is not a
-# finding: its value comes from --gpu_id, the command line (the post's launch passes --gpu_id 1,2).
+# every rank prints, NCCL hard-coded, CUDA_VISIBLE_DEVICES set inside the script.
 import torch
 import torch.nn as nn
 from torch.optim import SGD
@@ -46,7 +45,7 @@ parser.add_argument('--epochs', type=int, default=5)
 parser.add_argument('--dataset-size', type=int, default=1024)
 parser.add_argument('--num-classes', type=int, default=10)
 config = parser.parse_args()
-os.environ['CUDA_VISIBLE_DEVICES'] = config.gpu_id
+os.environ['CUDA_VISIBLE_DEVICES'] = config.gpu_id  # expect: DDP013
 torch.distributed.init_process_group(backend="nccl")  # expect: DDP012
 local_rank = torch.distributed.get_rank()
 torch.cuda.set_device(local_rank)  # expect: DDP001

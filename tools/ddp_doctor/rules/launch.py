@@ -50,11 +50,14 @@ RULES = {
                "Choose GPUs outside the script: CUDA_VISIBLE_DEVICES=0,2 torchrun --nproc_per_node=2 train.py. "
                "Advice: it goes wrong only on a launch the code does not show (a scheduler that gave the job other "
                "GPUs, a list that disagrees with --nproc_per_node, CUDA started before the line). "
-               "Conservative: only a GPU list written in the script as a string; silent for \"-1\" (a CPU run), "
-               "a value computed from the rank (an MPI or SLURM task's own GPU), one the doctor cannot read (a "
-               "function's parameter), and one from the command line or a configuration "
-               "(os.environ['CUDA_VISIBLE_DEVICES'] = args.gpu_id, str(cfg.gpus)): the person running the script "
-               "chose the GPUs, through another door than the launcher's.",
+               "Whatever the value's source (a string, an option such as --gpu_id with a GPU list as its default), "
+               "the line overrides what the launcher or the scheduler chose, and an option's default puts every "
+               "run that does not override it on those GPUs. "
+               "Conservative: only a GPU list written in the script (a string, or an argparse default); silent "
+               "for \"-1\" (a CPU run), a value computed from the rank (an MPI or SLURM task's own GPU) or one "
+               "the doctor cannot read (a function's parameter, a configuration file's entry), and for a "
+               "command-line option that the script sets before it starts its workers itself (mp.spawn): the "
+               "person running it chose the GPUs.",
                "04 · From single device to DDP"),
     "DDP014": ("legacy-local-rank-argument", "{detail} as an argparse option: the legacy launcher's way",
                "torch.distributed.launch passed --local_rank (since torch 2.0 --local-rank) on the command "
@@ -227,25 +230,26 @@ def rule_nccl_hard_coded(m):
         yield backend, "DDP012", ""
 
 
-def hard_coded_gpus(value):
-    """A GPU list written in the script as a string constant ("0,2"). Not "" or "-1" (every GPU hidden: the way
-    to make a run use the CPU), and not a value the doctor cannot read (a function's parameter, a rank: an MPI or
-    SLURM task's own GPU), nor one from the command line or a configuration (from_outside)."""
-    return isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.strip() not in ("", "-1")
-
-
-def from_outside(value):
-    """A value from the command line or a configuration: an attribute or an item of an object (args.gpu_id,
-    cfg["gpus"]), perhaps through str() or ",".join(): the person running the script chose it."""
-    while isinstance(value, ast.Call) and len(value.args) == 1 and last_name(value) in ("str", "join"):
-        value = value.args[0]
-    if isinstance(value, ast.Subscript):
-        return not dotted(value.value).endswith("environ")
-    return isinstance(value, ast.Attribute)
+def hard_coded_gpus(m, value):
+    """A GPU list written in the script: a string constant ("0,2"), or an argparse option whose default is one
+    (`--gpu_id` default '0,2', as in the source post). Not "" or "-1" (every GPU hidden: the way to make a run
+    use the CPU), and not a value the doctor cannot read (a function's parameter, a rank: an MPI or SLURM task's
+    own GPU, a configuration file's entry)."""
+    def gpu_list(node):
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip() not in ("", "-1")
+    if gpu_list(value):
+        return True
+    if isinstance(value, ast.Attribute):
+        for call in m.named_calls("add_argument"):
+            flags = [a.value.lstrip("-").replace("-", "_") for a in call.args
+                     if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if value.attr in flags or is_const(keyword(call, "dest"), value.attr):
+                return gpu_list(keyword(call, "default"))
+    return False
 
 
 def rule_cuda_visible_devices(m):
-    """DDP013: os.environ["CUDA_VISIBLE_DEVICES"] = "0,2" (or setdefault / update / putenv) in the script.
+    """DDP013: os.environ["CUDA_VISIBLE_DEVICES"] = ... (or setdefault / update / putenv) in the script.
 
     Advice: wrong only on a launch with another GPU list (a scheduler's), or once CUDA started: not shown.
     """
@@ -254,17 +258,28 @@ def rule_cuda_visible_devices(m):
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Subscript) and dotted(target.value).endswith("environ") and \
-                        is_const(target.slice, "CUDA_VISIBLE_DEVICES") and hard_coded_gpus(node.value):
+                        is_const(target.slice, "CUDA_VISIBLE_DEVICES") and hard_coded_gpus(m, node.value) and \
+                        not chosen_by_launcher(m, node, node.value):
                     yield target, "DDP013", ""
         elif node in setters:
             name = dotted(node.func)
             if name.endswith(("environ.setdefault", "putenv")) and node.args and \
                     is_const(node.args[0], "CUDA_VISIBLE_DEVICES") and len(node.args) > 1 and \
-                    hard_coded_gpus(node.args[1]):
+                    hard_coded_gpus(m, node.args[1]) and not chosen_by_launcher(m, node, node.args[1]):
                 yield node, "DDP013", ""
-            elif name.endswith("environ.update") and any(k.arg == "CUDA_VISIBLE_DEVICES" and not from_outside(k.value)
-                                                         for k in node.keywords):
+            elif name.endswith("environ.update") and any(k.arg == "CUDA_VISIBLE_DEVICES" for k in node.keywords):
                 yield node, "DDP013", ""
+
+
+def chosen_by_launcher(m, node, value):
+    """A command-line option (`os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu`) set by the process that then
+    starts the workers itself (mp.spawn, start_processes, Process, later in the same function or module): the
+    person who runs the script chooses the GPUs, before any worker exists; a list written as a string is not."""
+    if not isinstance(value, ast.Attribute):
+        return False
+    scope = m.scope(node)
+    return any(m.scope(c) is scope and c.lineno > node.lineno
+               for c in m.named_calls("spawn", "start_processes", "Process"))
 
 
 def rule_legacy_local_rank_argument(m):
